@@ -1,0 +1,22 @@
+// `ethx bench`: starts a fabric, runs the load/store microbenchmarks with data verification,
+// stops it and reports (a table, or one JSON object on stdout with --json).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ethx {
+
+struct BenchOptions {
+  std::size_t gpus = 0;  // 0: from the topology
+  std::string transport = "shm";
+  std::string config_path;  // empty: the embedded default
+  bool json = false;
+  bool quick = false;  // smaller runs, for CI smoke tests and first impressions
+  bool quiet = false;  // no progress on stderr
+};
+
+// Returns the process exit status: non-zero on mismatches or unexpected errors.
+int run_bench(const BenchOptions& options);
+
+}  // namespace ethx

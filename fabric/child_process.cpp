@@ -1,0 +1,83 @@
+#include "fabric/child_process.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace ethx {
+
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int error = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  if (error != 0) {
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
+  }
+  return ChildProcess(pid, std::filesystem::path(argv[0]).filename().string());
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_),
+      name_(std::move(other.name_)),
+      exited_(other.exited_),
+      status_(other.status_) {
+  other.pid_ = -1;
+  other.exited_ = true;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !exited_) terminate(1000);
+}
+
+bool ChildProcess::running() {
+  if (exited_ || pid_ <= 0) return false;
+  int status = 0;
+  const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+  if (done == pid_) {
+    exited_ = true;
+    status_ = status;
+  }
+  return !exited_;
+}
+
+bool ChildProcess::wait_exit(std::int64_t timeout_ms) {
+  // Child exit has no descriptor to wait on before pidfd_open; short polls are enough here.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+void ChildProcess::terminate(std::int64_t grace_ms) {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  if (wait_exit(grace_ms)) return;
+  ::kill(pid_, SIGKILL);
+  wait_exit(5000);
+}
+
+std::string ChildProcess::exit_description() const {
+  if (!exited_) return "";
+  if (WIFEXITED(status_)) return "exit status " + std::to_string(WEXITSTATUS(status_));
+  if (WIFSIGNALED(status_)) return "killed by signal " + std::to_string(WTERMSIG(status_));
+  return "ended";
+}
+
+std::string executable_directory() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+}  // namespace ethx

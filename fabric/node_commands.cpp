@@ -1,0 +1,109 @@
+#include "fabric/node_commands.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "fabric/stats.hpp"
+
+namespace ethx {
+namespace {
+
+using nlohmann::json;
+
+json latency_summary(LatencyRun& run) {
+  return json{{"p50_ns", percentile(run.samples_ns, 50)},
+              {"p99_ns", percentile(run.samples_ns, 99)},
+              {"samples", run.samples_ns.size()},
+              {"verified_ops", run.verified_ops},
+              {"mismatches", run.mismatches},
+              {"errors", run.errors}};
+}
+
+json throughput_summary(const ThroughputRun& run) {
+  return json{{"payload_bytes", run.payload_bytes},
+              {"ops", run.ops},
+              {"start_ns", run.start_ns},
+              {"end_ns", run.end_ns},
+              {"gbps", run.gbps()},
+              {"ops_per_second", run.ops_per_second()},
+              {"verified_ops", run.verified_ops},
+              {"mismatches", run.mismatches},
+              {"errors", run.errors}};
+}
+
+json node_stats(NodeRuntime& node) {
+  const EndpointCounters& endpoint = node.endpoint().counters();
+  const RequesterCounters& requester = node.endpoint().requester().counters();
+  const CompleterCounters& completer = node.endpoint().completer().counters();
+  return json{{"frames_rx", endpoint.frames_rx},
+              {"frames_tx", node.endpoint().frames_tx()},
+              {"txns_tx", node.endpoint().txns_tx()},
+              {"malformed", endpoint.malformed},
+              {"misdelivered", endpoint.misdelivered},
+              {"timeouts", requester.timeouts},
+              {"stale_responses", requester.stale_responses},
+              {"writes_combined", requester.writes_combined},
+              {"completer_errors", completer.errors},
+              {"posted_write_errors", completer.posted_write_errors},
+              {"send_retries", node.counters().send_retries},
+              {"foreign_frames", node.counters().foreign_frames}};
+}
+
+json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads) {
+  const std::string op = command.at("op").get<std::string>();
+  auto peer = [&] { return command.at("peer").get<GpuId>(); };
+  if (op == "echo") {
+    LatencyRun run = workloads.echo_latency(peer(), command.at("count").get<std::uint32_t>());
+    return latency_summary(run);
+  }
+  if (op == "echo_and_load_latency") {
+    auto [echo, load] = workloads.echo_and_load_latency(
+        peer(), command.at("count").get<std::uint32_t>(), command.value("bytes", 8u),
+        command.value("seed", std::uint64_t{1}));
+    return json{{"echo", latency_summary(echo)}, {"load", latency_summary(load)}};
+  }
+  if (op == "load_latency") {
+    LatencyRun run =
+        workloads.load_latency(peer(), command.at("count").get<std::uint32_t>(),
+                               command.value("bytes", 8u), command.value("seed", std::uint64_t{1}));
+    return latency_summary(run);
+  }
+  if (op == "store_bandwidth") {
+    return throughput_summary(workloads.store_bandwidth(
+        peer(), command.at("size").get<std::uint32_t>(),
+        command.at("total_bytes").get<std::uint64_t>(), command.at("salt").get<std::uint64_t>()));
+  }
+  if (op == "read_bandwidth") {
+    return throughput_summary(workloads.read_bandwidth(
+        peer(), command.at("size").get<std::uint32_t>(),
+        command.at("total_bytes").get<std::uint64_t>(), command.value("outstanding", 32u)));
+  }
+  if (op == "atomic_rate") {
+    return throughput_summary(workloads.atomic_rate(
+        peer(), command.at("count").get<std::uint32_t>(), command.value("outstanding", 16u)));
+  }
+  if (op == "all_to_all_store") {
+    return throughput_summary(
+        workloads.all_to_all_store(command.at("bytes_per_peer").get<std::uint64_t>(),
+                                   command.at("salt").get<std::uint64_t>()));
+  }
+  if (op == "all_to_all_verify") {
+    return throughput_summary(
+        workloads.all_to_all_verify(command.at("bytes_per_peer").get<std::uint64_t>(),
+                                    command.at("salt").get<std::uint64_t>()));
+  }
+  if (op == "stats") return node_stats(node);
+  return json{{"error", "unknown command \"" + op + "\""}};
+}
+
+}  // namespace
+
+std::string run_node_command(const std::string& command_json, NodeRuntime& node,
+                             BenchWorkloads& workloads) {
+  try {
+    return dispatch(json::parse(command_json), node, workloads).dump();
+  } catch (const std::exception& error) {
+    return json{{"error", error.what()}}.dump();
+  }
+}
+
+}  // namespace ethx

@@ -1,0 +1,38 @@
+// How a node reaches its switch port, whatever the transport: shared-memory rings here,
+// AF_XDP and AF_PACKET sockets behind the same interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+namespace ethx {
+
+class FrameSink {
+ public:
+  virtual void on_frame(std::span<const std::byte> frame) = 0;
+
+ protected:
+  ~FrameSink() = default;
+};
+
+class NodePort {
+ public:
+  virtual ~NodePort() = default;
+  virtual const char* transport() const = 0;  // "shm", "afxdp", "afpacket"
+  virtual std::size_t max_frame_bytes() const = 0;
+  // False when the transmit path is full right now; the caller keeps the frame and retries.
+  virtual bool try_send(std::span<const std::byte> frame) = 0;
+  // Whether try_send would find room now.
+  virtual bool can_send() const = 0;
+  // After a batch of sends: tell the peer (one wake-up per batch, not per frame).
+  virtual void kick() = 0;
+  // Hands up to `max` received frames to `sink`; returns how many.
+  virtual std::size_t receive(std::size_t max, FrameSink& sink) = 0;
+  // Waits adaptively (spin, yield, block) until a frame arrives, `also_ready()` holds or
+  // `timeout_ns` passes.
+  virtual void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) = 0;
+};
+
+}  // namespace ethx

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   setup.sh run    install packages, build (Release), run `ethx bench` on the embedded default
+#   setup.sh test   install packages, build, run the whole test suite (what CI runs)
+#   setup.sh deps | build
+# Build trees live in build/ (Release) and build-asan/ (sanitizers); both are incremental.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mode="${1:-run}"
+jobs="$(nproc)"
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+install_packages() {
+  mapfile -t wanted < <(grep -v '^\s*#' "$repo/fabric/tools/debian-packages.txt" | sed '/^\s*$/d')
+  local missing=()
+  for pkg in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$pkg")
+  done
+  [ "${#missing[@]}" -eq 0 ] && { say "Debian packages: all present"; return; }
+  say "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build_release() {
+  say "building Release in build/"
+  cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DETHX_WERROR=ON >/dev/null
+  cmake --build "$repo/build" -j "$jobs"
+}
+
+build_sanitizers() {
+  say "building the unit tests with AddressSanitizer + UBSan in build-asan/"
+  cmake -S "$repo" -B "$repo/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DETHX_SANITIZE=ON \
+    -DETHX_WERROR=ON >/dev/null
+  cmake --build "$repo/build-asan" -j "$jobs" --target ethx_unit_tests
+}
+
+case "$mode" in
+  deps) install_packages ;;
+  build) install_packages; build_release ;;
+  run)
+    install_packages
+    build_release
+    say "running: ethx bench --gpus 8 --transport shm"
+    exec "$repo/build/bin/ethx" bench --gpus 8 --transport shm
+    ;;
+  test)
+    install_packages
+    build_release
+    build_sanitizers
+    say "unit tests under ASan/UBSan"
+    (cd "$repo/build-asan" && ctest -L unit --output-on-failure -j "$jobs")
+    say "all tests (Release)"
+    (cd "$repo/build" && ctest --output-on-failure -j "$jobs")
+    ;;
+  *) echo "usage: $0 run|test|deps|build" >&2; exit 2 ;;
+esac

@@ -1,0 +1,66 @@
+// The topology config: a TOML file (read with toml11) or the embedded default.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "address-map/address_map.hpp"
+#include "address-map/config_error.hpp"
+#include "address-map/fabric_types.hpp"
+#include "packet-engine/engine_config.hpp"
+#include "packet-engine/mac_addr.hpp"
+#include "switch/switch_core.hpp"
+
+namespace ethx {
+
+inline constexpr std::size_t kMinGpus = 2;
+inline constexpr std::size_t kMaxGpus = 1024;
+
+struct GpuConfig {
+  GpuId id = 0;
+  MacAddr mac;
+  std::uint16_t partition = 0;
+  Rights export_rights = kRightAll;
+};
+
+struct TopologyConfig {
+  std::size_t gpu_count = 8;
+  std::uint64_t hbm_bytes = 64ull << 20;
+  std::uint64_t aperture_bytes = 64ull << 20;
+  std::size_t frame_bytes_max = wire::kDefaultFrameBytesMax;
+  std::uint32_t max_outstanding = 256;
+  TimeNs request_timeout_ns = 1'000'000'000;
+  TimeNs write_combine_ns = 0;
+  Rights default_rights = kRightAll;
+
+  TimeNs switch_forwarding_latency_ns = 250;
+  std::size_t switch_egress_queue_bytes = 1 << 20;
+  bool switch_learning = true;
+
+  double link_rate_gbps = 800.0;
+  TimeNs link_propagation_ns = 10;
+
+  std::vector<GpuConfig> gpus;         // one per GPU, defaults filled in
+  std::vector<Window> custom_windows;  // empty: default layout
+
+  // The window table every GPU's remote window uses (validated when the config is read).
+  std::vector<Window> windows() const;
+  AddressMap address_map() const;
+  EngineConfig engine_config(GpuId self) const;
+  SwitchConfig switch_config() const;
+  // Changes the GPU count after parsing (the --gpus flag) and re-validates.
+  void resize(std::size_t gpus);
+};
+
+// The embedded default topology, as TOML text.
+std::string_view default_topology_toml();
+// Parses TOML text. Throws ConfigError "<source>: <field>: <reason>" on any bad field,
+// unknown key or type mismatch.
+TopologyConfig parse_topology(std::string_view toml_text, const std::string& source_name);
+// Reads a file, or the embedded default when `path` is empty.
+TopologyConfig load_topology(const std::string& path);
+
+}  // namespace ethx

@@ -1,0 +1,44 @@
+#include "packet-engine/endpoint.hpp"
+
+namespace ethx {
+
+Endpoint::Endpoint(EngineConfig config, std::span<std::byte> local_memory)
+    : config_(std::move(config)),
+      framer_(config_),
+      requester_(config_, framer_),
+      completer_(config_, framer_, local_memory) {}
+
+void Endpoint::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& effects) {
+  ++counters_.frames_rx;
+  counters_.bytes_rx += frame.size();
+  wire::FrameView view;
+  const wire::DecodeError error = wire::decode_frame(frame, view);
+  if (error != wire::DecodeError::kOk) {
+    ++counters_.malformed;
+    ++counters_.malformed_by_reason[static_cast<std::size_t>(error)];
+    return;
+  }
+  if (view.dst_gpu != config_.self || view.dst_mac != config_.self_mac) {
+    ++counters_.misdelivered;
+    return;
+  }
+  wire::TxnCursor cursor(view);
+  wire::TxnView txn;
+  while (cursor.next(txn)) {
+    ++counters_.txns_rx;
+    if (wire::is_request(txn.opcode)) {
+      completer_.on_request(view, txn, now, effects);
+    } else {
+      requester_.on_response(view.src_gpu, txn, now);
+    }
+  }
+  // No flush here: responses wait for poll(), which the runtime calls once per batch of
+  // received frames, so the answers to a whole batch share frames.
+}
+
+void Endpoint::poll(TimeNs now, Effects& effects) {
+  requester_.poll(now, effects);
+  framer_.flush(now, effects);
+}
+
+}  // namespace ethx

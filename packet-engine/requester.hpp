@@ -1,0 +1,128 @@
+// The requester side of a GPU's packet engine: turns loads, stores, atomics and flushes into
+// transactions and matches the responses. Sans-I/O: it is handed `now` and returns frames
+// through Effects; a runtime or the simulator drives it.
+//
+// Ordering (given a FIFO path, as a single switch provides): transactions to one destination
+// leave in issue order and the completer performs them in arrival order, so posted writes to
+// one destination are performed in order, a read after a write to the same address returns
+// the written data, and a flush completes after every earlier write to that destination.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "packet-engine/effects.hpp"
+#include "packet-engine/engine_config.hpp"
+#include "packet-engine/tx_framer.hpp"
+#include "packet-engine/wire.hpp"
+
+namespace ethx {
+
+using OpId = std::uint64_t;
+
+enum class OpKind : std::uint8_t { kRead, kWrite, kAtomic, kFlush };
+enum class AtomicOp : std::uint8_t { kFetchAdd, kSwap, kCompareSwap };
+
+struct Completion {
+  OpId id = 0;
+  OpKind kind = OpKind::kRead;
+  wire::Status status = wire::Status::kOk;
+  GpuId dst_gpu = kInvalidGpu;
+  std::uint64_t address = 0;
+  std::uint64_t fault_addr = 0;  // first failing byte when status != kOk
+  std::vector<std::byte> data;   // read data
+  std::uint64_t old_value = 0;   // atomics: the value before the operation
+  TimeNs issued_ns = 0;
+  TimeNs completed_ns = 0;
+  bool ok() const { return status == wire::Status::kOk; }
+};
+
+struct RequesterCounters {
+  std::uint64_t ops_issued = 0;
+  std::uint64_t ops_completed = 0;
+  std::uint64_t ops_failed = 0;
+  std::uint64_t posted_writes = 0;
+  std::uint64_t posted_bytes = 0;
+  std::uint64_t writes_combined = 0;  // posted writes merged into the previous transaction
+  std::uint64_t timeouts = 0;
+  std::uint64_t busy_rejects = 0;     // no free tag
+  std::uint64_t stale_responses = 0;  // tag not outstanding, wrong generation or wrong sender
+  std::uint64_t bad_responses = 0;    // opcode or length does not match the request
+};
+
+class Requester {
+ public:
+  Requester(const EngineConfig& config, TxFramer& framer);
+
+  // Tags a request of `bytes` needs (reads and non-posted writes split at the frame MTU).
+  std::size_t tags_needed(std::uint64_t bytes) const;
+  std::size_t free_tags() const { return free_tags_.size(); }
+  std::size_t outstanding_ops() const { return ops_.size(); }
+
+  // Each returns an id; its Completion appears in take_completion(), possibly at once (an
+  // error such as kBusy or kUnreachable).
+  OpId read(GpuId dst, std::uint64_t address, std::uint32_t length, TimeNs now, Effects& effects);
+  OpId write(GpuId dst, std::uint64_t address, std::span<const std::byte> data, TimeNs now,
+             Effects& effects);
+  OpId atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8_t width_bytes,
+              std::uint64_t operand, std::uint64_t compare, TimeNs now, Effects& effects);
+  OpId flush(GpuId dst, TimeNs now, Effects& effects);
+  // Posted: no completion. False (and nothing sent) if dst is unknown or data is empty.
+  bool write_posted(GpuId dst, std::uint64_t address, std::span<const std::byte> data, TimeNs now,
+                    Effects& effects);
+
+  // A response transaction from `src` arrived.
+  void on_response(GpuId src, const wire::TxnView& txn, TimeNs now);
+  // Expires requests past their deadline; asks to be woken for the next one.
+  void poll(TimeNs now, Effects& effects);
+
+  std::optional<Completion> take_completion();
+  bool has_completion() const { return !completions_.empty(); }
+  const RequesterCounters& counters() const { return counters_; }
+
+ private:
+  struct TagSlot {
+    bool busy = false;
+    std::uint8_t generation = 0;
+    OpId op = 0;
+    GpuId dst = kInvalidGpu;
+    wire::Opcode expected = wire::Opcode::kReadResp;
+    std::uint64_t address = 0;
+    std::uint32_t length = 0;
+    std::uint32_t data_offset = 0;  // where this fragment's data goes in the op's buffer
+    TimeNs deadline_ns = 0;
+  };
+  struct PendingOp {
+    Completion completion;
+    std::uint32_t fragments_left = 0;
+  };
+  struct Deadline {
+    TimeNs at_ns;
+    std::uint16_t tag;
+  };
+
+  OpId begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now);
+  void fail_now(OpId id, wire::Status status, std::uint64_t fault_addr, TimeNs now);
+  std::uint16_t take_tag(OpId op, GpuId dst, wire::Opcode expected, std::uint64_t address,
+                         std::uint32_t length, std::uint32_t data_offset, TimeNs now);
+  void resolve_fragment(std::uint16_t index, wire::Status status, std::uint64_t fault_addr,
+                        TimeNs now);
+  bool dst_known(GpuId dst) const { return dst < config_.gpu_macs.size(); }
+
+  const EngineConfig& config_;
+  TxFramer& framer_;
+  std::vector<TagSlot> slots_;
+  std::deque<std::uint16_t> free_tags_;  // FIFO so a just-freed tag is reused last
+  std::deque<Deadline> deadlines_;       // issue order == deadline order
+  std::unordered_map<OpId, PendingOp> ops_;
+  std::deque<Completion> completions_;
+  OpId next_op_ = 1;
+  RequesterCounters counters_;
+};
+
+}  // namespace ethx

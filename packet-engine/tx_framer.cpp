@@ -1,0 +1,66 @@
+#include "packet-engine/tx_framer.hpp"
+
+#include <algorithm>
+
+namespace ethx {
+
+TxFramer::TxFramer(const EngineConfig& config)
+    : config_(config), max_payload_(wire::max_txn_payload(config.frame_bytes_max)) {
+  frames_.reserve(config.gpu_macs.size());
+  for (std::size_t i = 0; i < config.gpu_macs.size(); ++i) {
+    frames_.push_back(OpenFrame{wire::FrameBuilder(config.frame_bytes_max), 0, false});
+  }
+}
+
+void TxFramer::open(GpuId dst, TimeNs now) {
+  OpenFrame& frame = frames_[dst];
+  frame.builder.start(wire::FrameAddress{config_.gpu_macs[dst], config_.self_mac, config_.self, dst,
+                                         config_.partition});
+  frame.opened_ns = now;
+  frame.urgent = false;
+  open_dsts_.push_back(dst);
+}
+
+void TxFramer::finish(GpuId dst, Effects& effects) {
+  OpenFrame& frame = frames_[dst];
+  txns_sent_ += frame.builder.txn_count();
+  ++frames_sent_;
+  effects.send.push_back(frame.builder.finish());
+}
+
+void TxFramer::emit(GpuId dst, Effects& effects) {
+  finish(dst, effects);
+  open_dsts_.erase(std::find(open_dsts_.begin(), open_dsts_.end(), dst));
+}
+
+std::span<std::byte> TxFramer::append(GpuId dst, const wire::TxnFields& fields,
+                                      std::size_t payload_bytes, bool urgent, TimeNs now,
+                                      Effects& effects) {
+  OpenFrame& frame = frames_[dst];
+  if (frame.builder.started() && !frame.builder.fits(payload_bytes)) emit(dst, effects);
+  if (!frame.builder.started()) open(dst, now);
+  frame.urgent = frame.urgent || urgent;
+  return frame.builder.append(fields, payload_bytes);
+}
+
+bool TxFramer::try_extend_posted_write(GpuId dst, std::uint64_t address,
+                                       std::span<const std::byte> data) {
+  return frames_[dst].builder.try_extend_posted_write(address, data, max_payload_);
+}
+
+void TxFramer::flush(TimeNs now, Effects& effects) {
+  std::size_t kept = 0;
+  for (GpuId dst : open_dsts_) {
+    const OpenFrame& frame = frames_[dst];
+    const TimeNs send_at = frame.opened_ns + config_.write_combine_ns;
+    if (frame.urgent || now >= send_at) {
+      finish(dst, effects);
+    } else {
+      effects.wake_no_later_than(send_at);
+      open_dsts_[kept++] = dst;
+    }
+  }
+  open_dsts_.resize(kept);
+}
+
+}  // namespace ethx

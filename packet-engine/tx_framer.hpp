@@ -1,0 +1,55 @@
+// Packs outgoing transactions into one open frame per destination GPU.
+//
+// Requester and completer share it, so requests and responses to the same GPU can travel in
+// one frame (as Broadcom's SUE packs several transactions per frame). Transactions to one
+// destination leave in the order they were appended, which the ordering rules rely on.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "packet-engine/effects.hpp"
+#include "packet-engine/engine_config.hpp"
+#include "packet-engine/wire.hpp"
+
+namespace ethx {
+
+class TxFramer {
+ public:
+  explicit TxFramer(const EngineConfig& config);
+
+  // Appends a transaction for `dst` and returns its payload area. A full frame is emitted
+  // first. `urgent` transactions (requests that wait for an answer, responses) make the frame
+  // leave at the next flush(); posted writes may wait up to write_combine_ns.
+  std::span<std::byte> append(GpuId dst, const wire::TxnFields& fields, std::size_t payload_bytes,
+                              bool urgent, TimeNs now, Effects& effects);
+  // Grows the open frame's last posted write to `dst` if `address` continues it.
+  bool try_extend_posted_write(GpuId dst, std::uint64_t address, std::span<const std::byte> data);
+  // Emits urgent frames, and posted-only frames whose combine time has passed; asks to be
+  // woken for the rest.
+  void flush(TimeNs now, Effects& effects);
+  bool has_open_frames() const { return !open_dsts_.empty(); }
+  std::size_t max_payload() const { return max_payload_; }
+  std::uint64_t frames_sent() const { return frames_sent_; }
+  std::uint64_t txns_sent() const { return txns_sent_; }
+
+ private:
+  struct OpenFrame {
+    wire::FrameBuilder builder;
+    TimeNs opened_ns = 0;
+    bool urgent = false;
+  };
+  void open(GpuId dst, TimeNs now);
+  void finish(GpuId dst, Effects& effects);  // frame out; caller fixes open_dsts_
+  void emit(GpuId dst, Effects& effects);    // frame out and forgotten
+
+  const EngineConfig& config_;
+  std::size_t max_payload_;
+  std::vector<OpenFrame> frames_;  // indexed by destination GPU
+  std::vector<GpuId> open_dsts_;   // destinations with a started frame, in opening order
+  std::uint64_t frames_sent_ = 0;
+  std::uint64_t txns_sent_ = 0;
+};
+
+}  // namespace ethx

@@ -1,0 +1,132 @@
+// The switch core: an ETH-X-style Ethernet switch, sans-I/O.
+//
+// It never opens sockets, starts threads or reads clocks. A runtime hands it a frame, the
+// port it arrived on and `now`; the core puts copies into per-port egress queues, and the
+// runtime drains those queues (front/pop) at whatever pace its links allow. The same core
+// runs under the real-time runtimes and inside the discrete-event simulator.
+// Semantics are documented in docs/switch.md.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "address-map/fabric_types.hpp"
+#include "packet-engine/mac_addr.hpp"
+#include "packet-engine/wire.hpp"
+
+namespace ethx {
+
+using PortId = std::uint32_t;
+
+struct SwitchPortConfig {
+  double rate_gbps = 800.0;                  // link rate; stored for the simulator
+  std::size_t egress_queue_bytes = 1 << 20;  // byte limit of this port's egress queue
+};
+
+struct SwitchConfig {
+  std::vector<SwitchPortConfig> ports;
+  TimeNs forwarding_latency_ns = 250;  // pipeline latency; stored for the simulator
+  // Learn source MACs and flood broadcast/multicast/unknown unicast to all other ports. Only
+  // safe where the topology cannot loop (a single switch): there is no spanning tree, so a
+  // flood in a leaf/spine fabric would circulate forever. Multi-layer topologies turn it off
+  // and rely on static routes.
+  bool learning = true;
+  std::vector<std::pair<MacAddr, PortId>> static_routes;  // dst MAC -> egress port
+};
+
+enum class DropReason : std::uint8_t {
+  kMalformed,
+  kQueueFull,
+  kUnknownDestination,
+  kHairpin,
+  kBadPort,
+};
+const char* to_string(DropReason reason);
+
+struct PortCounters {
+  // rx counts every frame handed to on_frame on this port, dropped or not.
+  std::uint64_t rx_frames = 0;
+  std::uint64_t rx_bytes = 0;
+  // tx counts frames the runtime dequeued (pop), i.e. actually sent.
+  std::uint64_t tx_frames = 0;
+  std::uint64_t tx_bytes = 0;
+  std::uint64_t drops_malformed = 0;            // on the ingress port
+  std::uint64_t drops_queue_full = 0;           // on the egress port
+  std::uint64_t drops_unknown_destination = 0;  // on the ingress port
+  std::uint64_t drops_hairpin = 0;              // on the ingress port
+  // Frames lost because this port was down: queued when it went down, routed to it while
+  // down, or arriving on it while down.
+  std::uint64_t drops_link_down = 0;
+  std::uint64_t flooded_frames = 0;  // frames this port received that were flooded
+  std::uint64_t queue_bytes_high_water = 0;
+  std::array<std::uint64_t, wire::kDecodeErrorCount> malformed_by_reason{};  // by DecodeError
+};
+
+struct QueuedFrame {
+  wire::Frame bytes;
+  TimeNs enqueued_ns = 0;
+  PortId ingress = 0;
+};
+
+class SwitchCore {
+ public:
+  // Throws std::invalid_argument on 0 ports, a port whose rate is not positive, a static route
+  // naming a port out of range, or one MAC statically routed to two different ports.
+  explicit SwitchCore(SwitchConfig config);
+
+  // A frame arrived on `ingress`. Appends (never clears) to `egress_touched` every port whose
+  // queue received a copy, so event-driven runtimes know which ports to kick. Never throws on
+  // bad input: every rejected frame is counted instead (see docs/switch.md).
+  void on_frame(PortId ingress, std::span<const std::byte> frame, TimeNs now,
+                std::vector<PortId>& egress_touched);
+
+  // The egress side, drained by the runtime. Out-of-range ports read as empty.
+  const QueuedFrame* front(PortId egress) const;  // nullptr if empty
+  void pop(PortId egress);                        // the runtime sent front(); counts tx
+  std::size_t queued_bytes(PortId egress) const;
+  std::size_t queued_frames(PortId egress) const;
+
+  std::size_t port_count() const { return ports_.size(); }
+  const PortCounters& counters(PortId port) const;  // throws std::out_of_range
+  std::uint64_t drops_bad_port() const { return drops_bad_port_; }
+  const SwitchConfig& config() const { return config_; }
+
+  // Link state hooks for the runtimes and fault injection. Taking a port down drops everything
+  // queued to it, and it then neither sends nor receives until it comes back up.
+  void set_port_up(PortId port, bool up);  // throws std::out_of_range
+  bool port_up(PortId port) const;         // false for out-of-range ports
+
+ private:
+  struct Port {
+    std::deque<QueuedFrame> queue;
+    std::size_t queued_bytes = 0;
+    std::size_t queue_bytes_limit = 0;
+    bool up = true;
+    PortCounters counters;
+  };
+  // One table for static and learned entries, so forwarding costs a single lookup. Static
+  // entries are pinned: learning never moves them.
+  struct Route {
+    PortId port = 0;
+    bool is_static = false;
+  };
+
+  void learn(const MacAddr& src, PortId ingress);
+  void flood(PortId ingress, std::span<const std::byte> frame, TimeNs now,
+             std::vector<PortId>& egress_touched);
+  // Queues one copy on `egress`, or counts why not. True if queued.
+  bool enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame, TimeNs now);
+
+  SwitchConfig config_;
+  std::vector<Port> ports_;
+  std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
+  std::uint64_t drops_bad_port_ = 0;
+};
+
+}  // namespace ethx

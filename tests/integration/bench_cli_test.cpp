@@ -1,0 +1,144 @@
+// `ethx bench` as a user runs it: real ethx-switch and ethx-node processes over shared memory.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "fabric/child_process.hpp"
+
+namespace ethx {
+namespace {
+
+struct CommandResult {
+  int exit_status = -1;
+  std::string output;
+};
+
+// Runs a shell command line and captures its stdout (and stderr if redirected in `command`).
+CommandResult run_command(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
+    result.output.append(buffer, got);
+  const int status = ::pclose(pipe);
+  result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string ethx_binary() {
+  return std::string(ETHX_BIN_DIR) + "/ethx";
+}
+
+std::vector<std::string> shm_files_with_prefix(const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) found.push_back(name);
+  }
+  return found;
+}
+
+void expect_latency_pair(const nlohmann::json& value) {
+  ASSERT_TRUE(value.is_object());
+  EXPECT_TRUE(value["p50"].is_number_integer());
+  EXPECT_TRUE(value["p99"].is_number_integer());
+  EXPECT_GT(value["p50"].get<std::int64_t>(), 0);
+  EXPECT_GE(value["p99"].get<std::int64_t>(), value["p50"].get<std::int64_t>());
+}
+
+TEST(BenchCli, JsonReportHasTheDocumentedKeysAndNoMismatches) {
+  const CommandResult result =
+      run_command(ethx_binary() + " bench --gpus 4 --transport shm --quick --json --quiet");
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);  // stdout is one object
+  EXPECT_EQ(report["gpus"], 4);
+  EXPECT_EQ(report["transport"], "shm");
+  expect_latency_pair(report["load_latency_ns"]);
+  expect_latency_pair(report["baseline_rtt_ns"]);
+  for (const char* size : {"64", "256", "1024", "4096"}) {
+    ASSERT_TRUE(report["store_bandwidth_gbps"][size].is_number()) << size;
+    EXPECT_GT(report["store_bandwidth_gbps"][size].get<double>(), 0.0) << size;
+  }
+  EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 1000u);
+  EXPECT_EQ(report["mismatches"], 0);
+  EXPECT_EQ(report["errors"], 0);
+  EXPECT_EQ(report["switch_drops"], 0);
+}
+
+TEST(BenchCli, ThirtyTwoGpusRunOnTwoCores) {
+  const CommandResult result =
+      run_command(ethx_binary() + " bench --gpus 32 --transport shm --quick --json --quiet");
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  EXPECT_EQ(report["gpus"], 32);
+  EXPECT_EQ(report["mismatches"], 0);
+  EXPECT_GT(report["all_to_all_gbps"].get<double>(), 0.0);
+}
+
+TEST(BenchCli, BadConfigNamesTheField) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ethx-test-" + std::to_string(::getpid()) + "-bad.toml");
+  std::ofstream(path) << "[fabric]\ngpus = 1\n";
+  const CommandResult result =
+      run_command(ethx_binary() + " bench --config " + path.string() + " 2>&1");
+  std::filesystem::remove(path);
+  EXPECT_EQ(result.exit_status, 2);
+  EXPECT_NE(result.output.find("fabric.gpus"), std::string::npos) << result.output;
+}
+
+TEST(BenchCli, UnknownTransportIsAClearError) {
+  const CommandResult result =
+      run_command(ethx_binary() + " bench --transport carrier-pigeon 2>&1");
+  EXPECT_NE(result.exit_status, 0);
+  EXPECT_NE(result.output.find("carrier-pigeon"), std::string::npos) << result.output;
+}
+
+TEST(BenchCli, CtrlCStopsEverythingAndLeavesNoSharedMemory) {
+  ChildProcess bench = ChildProcess::spawn({ethx_binary(), "bench", "--gpus", "4", "--quiet"});
+  const std::string prefix = "ethx-b" + std::to_string(bench.pid()) + "-";
+  // Wait until the fabric is up: every node has created its memory file.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (shm_files_with_prefix(prefix + "hbm-").size() < 4) {
+    ASSERT_TRUE(bench.running()) << "ethx bench ended before the fabric was up";
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "fabric did not come up";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(::kill(bench.pid(), SIGINT), 0);
+  ASSERT_TRUE(bench.wait_exit(30'000));
+  EXPECT_NE(bench.exit_description(), "exit status 0");
+  EXPECT_TRUE(shm_files_with_prefix(prefix).empty());
+}
+
+TEST(BenchCli, SigkillOfTheCoordinatorLeavesNoProcessOrSharedMemory) {
+  ChildProcess bench = ChildProcess::spawn({ethx_binary(), "bench", "--gpus", "4", "--quiet"});
+  const std::string prefix = "ethx-b" + std::to_string(bench.pid()) + "-";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Up and running: all memory files exist and the control file was unlinked after attach.
+  while (shm_files_with_prefix(prefix + "hbm-").size() < 4 ||
+         !shm_files_with_prefix(prefix + "control").empty()) {
+    ASSERT_TRUE(bench.running()) << "ethx bench ended before the fabric was up";
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "fabric did not come up";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(::kill(bench.pid(), SIGKILL), 0);
+  ASSERT_TRUE(bench.wait_exit(10'000));
+  // The switch and nodes get SIGTERM from the kernel (parent death) and clean up.
+  while (!shm_files_with_prefix(prefix).empty()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "left behind: " << shm_files_with_prefix(prefix).front();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+}  // namespace ethx

@@ -1,0 +1,484 @@
+#include "switch/switch_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "packet-engine/wire.hpp"
+
+namespace ethx {
+namespace {
+
+const MacAddr kMacA = default_mac_for_gpu(1);
+const MacAddr kMacB = default_mac_for_gpu(2);
+const MacAddr kMacC = default_mac_for_gpu(3);
+const MacAddr kMulticastMac{{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}};
+
+constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
+constexpr std::size_t kPayloadBytes = 64;
+
+// A valid fabric frame carrying one posted write, built by the real encoder.
+wire::Frame fabric_frame(const MacAddr& dst, const MacAddr& src,
+                         std::size_t payload_bytes = kPayloadBytes) {
+  wire::FrameBuilder builder(wire::kDefaultFrameBytesMax);
+  builder.start(wire::FrameAddress{dst, src, 1, 2, 0});
+  wire::TxnFields fields;
+  fields.opcode = wire::Opcode::kWritePosted;
+  fields.length = static_cast<std::uint16_t>(payload_bytes);
+  fields.address = 0x1000;
+  auto payload = builder.append(fields, payload_bytes);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i);
+  return builder.finish();
+}
+
+// An Ethernet header with `ether_type`, followed by `body` verbatim.
+wire::Frame raw_frame(const MacAddr& dst, const MacAddr& src, std::uint16_t ether_type,
+                      std::span<const std::byte> body) {
+  // Built byte by byte: memcpy or vector::insert here trip GCC 12 -Warray-bounds and
+  // -Wnull-dereference false positives at -O2/-O3.
+  wire::Frame frame;
+  frame.reserve(wire::kEthernetHeaderBytes + body.size());
+  for (const std::uint8_t octet : dst.octets) frame.push_back(std::byte{octet});
+  for (const std::uint8_t octet : src.octets) frame.push_back(std::byte{octet});
+  frame.push_back(static_cast<std::byte>(ether_type >> 8));
+  frame.push_back(static_cast<std::byte>(ether_type & 0xff));
+  for (const std::byte value : body) frame.push_back(value);
+  return frame;
+}
+
+wire::Frame garbage(std::size_t bytes) {
+  return wire::Frame(bytes, std::byte{0xAB});
+}
+
+SwitchConfig config_with_ports(std::size_t port_total, bool learning) {
+  SwitchConfig config;
+  config.ports.resize(port_total);
+  config.learning = learning;
+  return config;
+}
+
+std::size_t malformed_bucket(const PortCounters& counters, wire::DecodeError error) {
+  return counters.malformed_by_reason[static_cast<std::size_t>(error)];
+}
+
+std::size_t total_queued_frames(const SwitchCore& core) {
+  std::size_t total = 0;
+  for (PortId port = 0; port < core.port_count(); ++port) total += core.queued_frames(port);
+  return total;
+}
+
+TEST(SwitchCoreConfig, RejectsZeroPorts) {
+  EXPECT_THROW(SwitchCore(SwitchConfig{}), std::invalid_argument);
+}
+
+TEST(SwitchCoreConfig, RejectsStaticRouteToMissingPort) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacA, 4}};
+  EXPECT_THROW(SwitchCore{config}, std::invalid_argument);
+  config.static_routes = {{kMacA, 3}};
+  EXPECT_NO_THROW(SwitchCore{config});
+}
+
+TEST(SwitchCoreConfig, RejectsOneMacRoutedToTwoPorts) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacA, 1}, {kMacA, 2}};
+  EXPECT_THROW(SwitchCore{config}, std::invalid_argument);
+}
+
+TEST(SwitchCoreConfig, RejectsNonPositiveRate) {
+  SwitchConfig config = config_with_ports(2, false);
+  config.ports[1].rate_gbps = 0.0;
+  EXPECT_THROW(SwitchCore{config}, std::invalid_argument);
+}
+
+TEST(SwitchCoreConfig, KeepsConfigForTheSimulator) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.ports[2].rate_gbps = 400.0;
+  config.forwarding_latency_ns = 123;
+  const SwitchCore core(config);
+  EXPECT_EQ(core.port_count(), 3u);
+  EXPECT_EQ(core.config().ports[2].rate_gbps, 400.0);
+  EXPECT_EQ(core.config().forwarding_latency_ns, 123u);
+}
+
+TEST(SwitchCore, StaticRouteForwardsToItsPortOnly) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacB, 2}};
+  SwitchCore core(config);
+  const wire::Frame frame = fabric_frame(kMacB, kMacA);
+  std::vector<PortId> touched;
+
+  core.on_frame(0, frame, 1000, touched);
+
+  EXPECT_EQ(touched, std::vector<PortId>{2});
+  ASSERT_EQ(core.queued_frames(2), 1u);
+  EXPECT_EQ(total_queued_frames(core), 1u);
+  const QueuedFrame* queued = core.front(2);
+  ASSERT_NE(queued, nullptr);
+  EXPECT_EQ(queued->bytes, frame);
+  EXPECT_EQ(queued->enqueued_ns, 1000u);
+  EXPECT_EQ(queued->ingress, 0u);
+  EXPECT_EQ(core.queued_bytes(2), frame.size());
+}
+
+TEST(SwitchCore, AppendsToEgressTouchedWithoutClearing) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.static_routes = {{kMacB, 1}, {kMacC, 2}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  core.on_frame(0, fabric_frame(kMacC, kMacA), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{1, 2}));
+}
+
+TEST(SwitchCore, LearnsSourceThenForwardsUnicastWithoutFlooding) {
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+
+  // B is unknown yet: flooded to every other port, and A is learned on port 0.
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{1, 2, 3}));
+  EXPECT_EQ(core.counters(0).flooded_frames, 1u);
+  for (PortId port = 0; port < 4; ++port) {
+    while (core.front(port) != nullptr) core.pop(port);
+  }
+
+  // B answers from port 2: goes to port 0 only, and B is learned.
+  touched.clear();
+  core.on_frame(2, fabric_frame(kMacA, kMacB), 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{0});
+  EXPECT_EQ(core.counters(2).flooded_frames, 0u);
+
+  // Now A -> B is unicast to port 2.
+  touched.clear();
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{2});
+  EXPECT_EQ(core.counters(0).flooded_frames, 1u);
+  EXPECT_EQ(total_queued_frames(core), 2u);
+}
+
+TEST(SwitchCore, LearnedStationThatMovesIsFollowed) {
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+  core.on_frame(1, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+  core.on_frame(3, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+  touched.clear();
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{3});
+}
+
+TEST(SwitchCore, LearningNeverOverridesStaticRoute) {
+  SwitchConfig config = config_with_ports(4, true);
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  // B shows up as a source on port 3, but its static route still points at port 1.
+  core.on_frame(3, fabric_frame(kMacA, kMacB), 0, touched);
+  touched.clear();
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+}
+
+TEST(SwitchCore, BroadcastAndMulticastFloodToAllOtherPortsWhenLearning) {
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+  core.on_frame(1, fabric_frame(kBroadcastMac, kMacA), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{0, 2, 3}));
+  EXPECT_EQ(core.queued_frames(1), 0u);
+
+  touched.clear();
+  core.on_frame(2, fabric_frame(kMulticastMac, kMacB), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{0, 1, 3}));
+  EXPECT_EQ(core.counters(1).flooded_frames, 1u);
+  EXPECT_EQ(core.counters(2).flooded_frames, 1u);
+  EXPECT_EQ(core.queued_frames(2), 1u);  // only the copy of port 1's broadcast
+}
+
+TEST(SwitchCore, BroadcastIsUnknownDestinationWhenLearningOff) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacB, 2}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  core.on_frame(0, fabric_frame(kBroadcastMac, kMacA), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(total_queued_frames(core), 0u);
+  EXPECT_EQ(core.counters(0).drops_unknown_destination, 1u);
+  EXPECT_EQ(core.counters(0).flooded_frames, 0u);
+}
+
+TEST(SwitchCore, UnknownUnicastIsDroppedWhenLearningOff) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacB, 2}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  // A source seen with learning off must not become a route either.
+  core.on_frame(1, fabric_frame(kMacB, kMacC), 0, touched);
+  touched.clear();
+  core.on_frame(0, fabric_frame(kMacC, kMacA), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(0).drops_unknown_destination, 1u);
+  EXPECT_EQ(total_queued_frames(core), 1u);  // just the first frame, on port 2
+}
+
+TEST(SwitchCore, FrameRoutedBackToItsIngressIsHairpinDrop) {
+  SwitchConfig config = config_with_ports(4, false);
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  core.on_frame(1, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(total_queued_frames(core), 0u);
+  EXPECT_EQ(core.counters(1).drops_hairpin, 1u);
+  EXPECT_EQ(core.counters(1).drops_unknown_destination, 0u);
+}
+
+TEST(SwitchCore, LearnedHairpinIsDroppedToo) {
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+  core.on_frame(2, fabric_frame(kBroadcastMac, kMacB), 0, touched);  // learns B on port 2
+  touched.clear();
+  core.on_frame(2, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(2).drops_hairpin, 1u);
+}
+
+TEST(SwitchCore, QueueFullIsCountedOnTheEgressPort) {
+  const wire::Frame frame = fabric_frame(kMacB, kMacA);
+  SwitchConfig config = config_with_ports(3, false);
+  config.ports[1].egress_queue_bytes = frame.size() * 2 + frame.size() / 2;  // room for two
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+
+  for (int i = 0; i < 3; ++i) core.on_frame(0, frame, 0, touched);
+
+  EXPECT_EQ(touched, (std::vector<PortId>{1, 1}));
+  EXPECT_EQ(core.queued_frames(1), 2u);
+  EXPECT_EQ(core.queued_bytes(1), frame.size() * 2);
+  EXPECT_EQ(core.counters(1).drops_queue_full, 1u);
+  EXPECT_EQ(core.counters(0).drops_queue_full, 0u);
+  EXPECT_EQ(core.counters(1).queue_bytes_high_water, frame.size() * 2);
+
+  // Draining one frame makes room for exactly one more.
+  core.pop(1);
+  touched.clear();
+  core.on_frame(0, frame, 0, touched);
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  EXPECT_EQ(core.counters(1).drops_queue_full, 2u);
+}
+
+TEST(SwitchCore, FloodCopyDroppedOnlyOnTheFullPort) {
+  const wire::Frame frame = fabric_frame(kBroadcastMac, kMacA);
+  SwitchConfig config = config_with_ports(3, true);
+  config.ports[2].egress_queue_bytes = frame.size() - 1;
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  EXPECT_EQ(core.counters(2).drops_queue_full, 1u);
+  EXPECT_EQ(core.counters(1).drops_queue_full, 0u);
+}
+
+TEST(SwitchCore, ShortGarbageAfterFabricEthernetHeaderIsTruncatedHeader) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+
+  core.on_frame(0, raw_frame(kMacB, kMacA, wire::kEtherTypeFabric, garbage(10)), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(0).drops_malformed, 1u);
+  EXPECT_EQ(malformed_bucket(core.counters(0), wire::DecodeError::kTruncatedHeader), 1u);
+
+  // The port keeps working: the next valid frame is forwarded.
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  EXPECT_EQ(core.counters(0).drops_malformed, 1u);
+}
+
+TEST(SwitchCore, LongGarbageAfterFabricEthernetHeaderIsBadVersion) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  core.on_frame(0, raw_frame(kMacB, kMacA, wire::kEtherTypeFabric, garbage(64)), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(malformed_bucket(core.counters(0), wire::DecodeError::kBadVersion), 1u);
+  EXPECT_EQ(malformed_bucket(core.counters(0), wire::DecodeError::kTruncatedHeader), 0u);
+}
+
+TEST(SwitchCore, CorruptedFabricPayloadIsBadCrcAndNotLearned) {
+  SwitchCore core(config_with_ports(3, true));
+  wire::Frame frame = fabric_frame(kMacB, kMacA);
+  frame[wire::kBodyOffset + wire::kTxnHeaderBytes + 5] ^= std::byte{0x01};
+  std::vector<PortId> touched;
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(0).drops_malformed, 1u);
+  EXPECT_EQ(malformed_bucket(core.counters(0), wire::DecodeError::kBadCrc), 1u);
+
+  // A was not learned from the corrupt frame, so a frame to A still floods.
+  core.on_frame(1, fabric_frame(kMacA, kMacC), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{0, 2}));
+}
+
+TEST(SwitchCore, RuntFrameIsMalformed) {
+  SwitchCore core(config_with_ports(2, true));
+  std::vector<PortId> touched;
+  const wire::Frame runt = garbage(wire::kEthernetHeaderBytes - 1);
+  core.on_frame(0, runt, 0, touched);
+  core.on_frame(0, std::span<const std::byte>{}, 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(0).drops_malformed, 2u);
+  EXPECT_EQ(malformed_bucket(core.counters(0), wire::DecodeError::kTruncatedEthernet), 2u);
+  EXPECT_EQ(core.counters(0).rx_bytes, runt.size());
+}
+
+TEST(SwitchCore, NonFabricEtherTypeIsForwardedUndecoded) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.static_routes = {{kMacB, 2}};
+  SwitchCore core(config);
+  // Garbage that would never decode as a fabric frame.
+  const wire::Frame frame = raw_frame(kMacB, kMacA, kEtherTypeIpv4, garbage(3));
+  std::vector<PortId> touched;
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{2});
+  ASSERT_NE(core.front(2), nullptr);
+  EXPECT_EQ(core.front(2)->bytes, frame);
+  EXPECT_EQ(core.counters(0).drops_malformed, 0u);
+}
+
+TEST(SwitchCore, BareEthernetHeaderOfOtherProtocolIsForwarded) {
+  SwitchCore core(config_with_ports(2, true));
+  const wire::Frame frame = raw_frame(kBroadcastMac, kMacA, kEtherTypeIpv4, {});
+  std::vector<PortId> touched;
+  core.on_frame(1, frame, 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{0});
+}
+
+TEST(SwitchCore, BadIngressPortIsCountedNotFatal) {
+  SwitchConfig config = config_with_ports(2, true);
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  const wire::Frame frame = fabric_frame(kBroadcastMac, kMacA);
+  core.on_frame(2, frame, 0, touched);
+  core.on_frame(std::numeric_limits<PortId>::max(), frame, 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.drops_bad_port(), 2u);
+  EXPECT_EQ(total_queued_frames(core), 0u);
+  EXPECT_EQ(core.counters(0).rx_frames + core.counters(1).rx_frames, 0u);
+}
+
+TEST(SwitchCore, OutOfRangeEgressReadsAsEmpty) {
+  SwitchCore core(config_with_ports(2, true));
+  EXPECT_EQ(core.front(7), nullptr);
+  EXPECT_EQ(core.queued_bytes(7), 0u);
+  EXPECT_EQ(core.queued_frames(7), 0u);
+  EXPECT_FALSE(core.port_up(7));
+  core.pop(7);  // must not crash
+  core.pop(0);  // empty queue: no tx counted
+  EXPECT_EQ(core.counters(0).tx_frames, 0u);
+  EXPECT_THROW(core.counters(7), std::out_of_range);
+  EXPECT_THROW(core.set_port_up(7, false), std::out_of_range);
+}
+
+TEST(SwitchCore, PortDownDropsQueuedAndNewFramesUntilUp) {
+  SwitchConfig config = config_with_ports(3, false);
+  config.static_routes = {{kMacB, 1}, {kMacA, 0}};
+  SwitchCore core(config);
+  const wire::Frame frame = fabric_frame(kMacB, kMacA);
+  std::vector<PortId> touched;
+  core.on_frame(0, frame, 0, touched);
+  core.on_frame(0, frame, 0, touched);
+  ASSERT_EQ(core.queued_frames(1), 2u);
+  EXPECT_TRUE(core.port_up(1));
+
+  core.set_port_up(1, false);
+  EXPECT_FALSE(core.port_up(1));
+  EXPECT_EQ(core.queued_frames(1), 0u);
+  EXPECT_EQ(core.queued_bytes(1), 0u);
+  EXPECT_EQ(core.front(1), nullptr);
+  EXPECT_EQ(core.counters(1).drops_link_down, 2u);
+
+  // Sent to it while down.
+  touched.clear();
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(1).drops_link_down, 3u);
+  // Arriving on it while down.
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.counters(1).drops_link_down, 4u);
+  EXPECT_EQ(core.queued_frames(0), 0u);
+
+  core.set_port_up(1, true);
+  core.on_frame(0, frame, 0, touched);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  EXPECT_EQ(core.counters(1).drops_link_down, 4u);
+  EXPECT_EQ(core.counters(1).tx_frames, 0u);  // dropped frames were never sent
+}
+
+TEST(SwitchCore, FloodSkipsDownPortsAndStationsBehindThemAreForgotten) {
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+  core.on_frame(2, fabric_frame(kBroadcastMac, kMacB), 0, touched);  // learns B on port 2
+  core.set_port_up(2, false);
+
+  touched.clear();
+  core.on_frame(0, fabric_frame(kBroadcastMac, kMacA), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{1, 3}));
+  // B's entry went with the link, so a frame to B floods rather than being black-holed.
+  touched.clear();
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(touched, (std::vector<PortId>{1, 3}));
+  // Left out of the flood domain, not dropped: nothing was ever sent to port 2.
+  EXPECT_EQ(core.counters(2).drops_link_down, 0u);
+  EXPECT_EQ(core.queued_frames(2), 0u);
+}
+
+TEST(SwitchCore, CountsRxAndTxFramesAndBytes) {
+  SwitchConfig config = config_with_ports(2, false);
+  config.static_routes = {{kMacB, 1}};
+  SwitchCore core(config);
+  const wire::Frame small = fabric_frame(kMacB, kMacA, 8);
+  const wire::Frame large = fabric_frame(kMacB, kMacA, 512);
+  ASSERT_NE(small.size(), large.size());
+  std::vector<PortId> touched;
+  core.on_frame(0, small, 10, touched);
+  core.on_frame(0, large, 20, touched);
+
+  EXPECT_EQ(core.counters(0).rx_frames, 2u);
+  EXPECT_EQ(core.counters(0).rx_bytes, small.size() + large.size());
+  EXPECT_EQ(core.counters(1).rx_frames, 0u);
+  // Queued is not sent: tx moves only when the runtime pops.
+  EXPECT_EQ(core.counters(1).tx_frames, 0u);
+  EXPECT_EQ(core.queued_bytes(1), small.size() + large.size());
+
+  ASSERT_NE(core.front(1), nullptr);
+  EXPECT_EQ(core.front(1)->enqueued_ns, 10u);  // FIFO
+  core.pop(1);
+  EXPECT_EQ(core.counters(1).tx_frames, 1u);
+  EXPECT_EQ(core.counters(1).tx_bytes, small.size());
+  EXPECT_EQ(core.queued_bytes(1), large.size());
+  core.pop(1);
+  EXPECT_EQ(core.counters(1).tx_frames, 2u);
+  EXPECT_EQ(core.counters(1).tx_bytes, small.size() + large.size());
+  EXPECT_EQ(core.counters(1).queue_bytes_high_water, small.size() + large.size());
+  EXPECT_EQ(core.counters(0).tx_frames, 0u);
+}
+
+TEST(SwitchCore, DropReasonNamesAreDistinct) {
+  const std::set<std::string> names = {
+      to_string(DropReason::kMalformed), to_string(DropReason::kQueueFull),
+      to_string(DropReason::kUnknownDestination), to_string(DropReason::kHairpin),
+      to_string(DropReason::kBadPort)};
+  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(std::string(to_string(DropReason::kQueueFull)), "queue_full");
+}
+
+}  // namespace
+}  // namespace ethx
