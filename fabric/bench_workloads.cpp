@@ -102,9 +102,9 @@ void BenchWorkloads::throttle() {
 }
 
 void BenchWorkloads::sample_echo(GpuId peer, LatencyRun& run) {
-  static std::uint64_t sequence = 0;
+  const std::uint64_t sequence = ++echo_sequence_;
   const TimeNs start = monotonic_now_ns();
-  node_.send_echo(peer, ++sequence);
+  node_.send_echo(peer, sequence);
   if (!node_.wait_echo(sequence, kEchoTimeoutNs)) {
     ++run.errors;
     return;

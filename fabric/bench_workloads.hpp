@@ -90,6 +90,7 @@ class BenchWorkloads {
   NodeRuntime& node_;
   BenchLayout layout_;
   std::vector<Segment> segments_;
+  std::uint64_t echo_sequence_ = 0;
 };
 
 }  // namespace ethx

@@ -40,7 +40,7 @@ void NodeRuntime::on_frame(std::span<const std::byte> frame) {
   MacAddr dst, src;
   std::uint16_t ether_type = 0;
   if (wire::peek_ethernet(frame, dst, src, ether_type) && ether_type == wire::kEtherTypeEcho) {
-    handle_echo(frame);
+    handle_echo(frame, dst, src);
     return;
   }
   if (ether_type != wire::kEtherTypeFabric && frame.size() >= wire::kEthernetHeaderBytes) {
@@ -50,7 +50,8 @@ void NodeRuntime::on_frame(std::span<const std::byte> frame) {
   endpoint_.on_frame(frame, monotonic_now_ns(), effects_);
 }
 
-void NodeRuntime::handle_echo(std::span<const std::byte> frame) {
+void NodeRuntime::handle_echo(std::span<const std::byte> frame, const MacAddr& dst,
+                              const MacAddr& src) {
   if (frame.size() < wire::kEthernetHeaderBytes + 16) {
     ++counters_.foreign_frames;
     return;
@@ -58,9 +59,6 @@ void NodeRuntime::handle_echo(std::span<const std::byte> frame) {
   const auto payload = frame.subspan(wire::kEthernetHeaderBytes);
   const auto kind = std::to_integer<std::uint8_t>(payload[0]);
   if (kind == kEchoRequest) {
-    MacAddr dst, src;
-    std::uint16_t ether_type = 0;
-    wire::peek_ethernet(frame, dst, src, ether_type);
     wire::Frame reply = wire::make_echo_frame(src, dst, payload);
     reply[wire::kEthernetHeaderBytes] = std::byte{kEchoReply};
     effects_.send.push_back(std::move(reply));

@@ -65,7 +65,7 @@ class NodeRuntime final : private FrameSink {
 
  private:
   void on_frame(std::span<const std::byte> frame) override;
-  void handle_echo(std::span<const std::byte> frame);
+  void handle_echo(std::span<const std::byte> frame, const MacAddr& dst, const MacAddr& src);
   void drain_backlog();
 
   const TopologyConfig& topology_;
