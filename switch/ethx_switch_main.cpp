@@ -38,6 +38,7 @@ int run(int argc, char** argv) {
   }
   po::notify(vm);
   ethx::install_stop_signals(stop_with_parent);
+  const pid_t parent_pid = ::getppid();
 
   ethx::TopologyConfig topology = ethx::load_topology(config_path);
   if (gpus != 0) topology.resize(gpus);
@@ -47,7 +48,9 @@ int run(int argc, char** argv) {
   ethx::ShmSwitchRuntime runtime(topology, region);
   runtime.run(ethx::g_stop_requested);
 
-  if (!stats_path.empty()) {
+  // Nobody reads the counters once the parent is gone (killed): leave no file behind then.
+  const bool parent_alive = ::getppid() == parent_pid;
+  if (!stats_path.empty() && parent_alive) {
     std::ofstream out(stats_path);
     out << ethx::switch_stats_json(runtime.core()).dump(2) << "\n";
   }

@@ -138,6 +138,9 @@ TEST(BenchCli, SigkillOfTheCoordinatorLeavesNoProcessOrSharedMemory) {
         << "left behind: " << shm_files_with_prefix(prefix).front();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  // Nor a stats file: nobody is left to read it.
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() /
+                                       (prefix + "switch-stats.json")));
 }
 
 }  // namespace

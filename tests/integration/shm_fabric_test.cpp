@@ -28,7 +28,7 @@ TopologyConfig small_topology() {
       "gpus = 4\n"
       "hbm_bytes = 8388608\n"
       "aperture_bytes = 8388608\n"
-      "request_timeout_ns = 50000000\n",
+      "request_timeout_ns = 200000000\n",
       "test");
   return topology;
 }

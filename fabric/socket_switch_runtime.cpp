@@ -1,0 +1,153 @@
+#include "fabric/socket_switch_runtime.hpp"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+
+#include "fabric/node_runtime.hpp"
+
+namespace ethx {
+namespace {
+
+constexpr std::size_t kReceiveBatchPerPort = 32;
+
+class CoreSink final : public FrameSink {
+ public:
+  CoreSink(SwitchCore& core, std::vector<PortId>& touched) : core_(core), touched_(touched) {}
+  void set(PortId port, TimeNs now) {
+    port_ = port;
+    now_ = now;
+  }
+  void on_frame(std::span<const std::byte> frame) override {
+    core_.on_frame(port_, frame, now_, touched_);
+  }
+
+ private:
+  SwitchCore& core_;
+  std::vector<PortId>& touched_;
+  PortId port_ = 0;
+  TimeNs now_ = 0;
+};
+
+}  // namespace
+
+SocketSwitchRuntime::SocketSwitchRuntime(const TopologyConfig& topology,
+                                         std::vector<FrameSocket*> ports)
+    : ports_(std::move(ports)), core_(topology.switch_config()), egress_pending_(ports_.size(), 0) {
+  if (ports_.size() != core_.port_count()) {
+    throw std::invalid_argument("the switch has " + std::to_string(core_.port_count()) +
+                                " ports but " + std::to_string(ports_.size()) +
+                                " sockets were given");
+  }
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || event_fd_ < 0) {
+    throw std::system_error(errno, std::generic_category(), "epoll/eventfd");
+  }
+  auto add = [this](int fd, std::uint32_t tag) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u32 = tag;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
+      throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+    }
+  };
+  for (std::size_t port = 0; port < ports_.size(); ++port) {
+    add(ports_[port]->fd(), static_cast<std::uint32_t>(port));
+  }
+  add(event_fd_, UINT32_MAX);
+}
+
+SocketSwitchRuntime::~SocketSwitchRuntime() {
+  ::close(epoll_fd_);
+  ::close(event_fd_);
+}
+
+bool SocketSwitchRuntime::receive_all(TimeNs now) {
+  CoreSink sink(core_, touched_);
+  bool moved = false;
+  const auto count = static_cast<std::uint32_t>(ports_.size());
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint32_t port = (first_port_ + i) % count;  // rotate for fairness
+    sink.set(port, now);
+    moved = ports_[port]->receive(kReceiveBatchPerPort, sink) > 0 || moved;
+  }
+  first_port_ = (first_port_ + 1) % count;
+  for (PortId egress : touched_) {
+    if (!egress_pending_[egress]) {
+      egress_pending_[egress] = 1;
+      pending_ports_.push_back(egress);
+    }
+  }
+  touched_.clear();
+  return moved;
+}
+
+bool SocketSwitchRuntime::transmit_all() {
+  bool moved = false;
+  std::size_t kept = 0;
+  for (PortId egress : pending_ports_) {
+    FrameSocket& socket = *ports_[egress];
+    bool sent = false;
+    while (const QueuedFrame* frame = core_.front(egress)) {
+      const SendResult result = socket.try_send(frame->bytes);
+      if (result == SendResult::kFull) break;  // the link is busy: the core's queue holds it
+      if (result == SendResult::kTooLarge) ++counters_.tx_too_large;
+      core_.pop(egress);
+      sent = sent || result == SendResult::kQueued;
+    }
+    if (sent) socket.flush();
+    moved = moved || sent;
+    if (core_.front(egress) != nullptr) {
+      pending_ports_[kept++] = egress;
+    } else {
+      egress_pending_[egress] = 0;
+    }
+  }
+  pending_ports_.resize(kept);
+  return moved;
+}
+
+bool SocketSwitchRuntime::has_work() {
+  for (PortId egress : pending_ports_) {
+    if (ports_[egress]->can_send()) return true;
+  }
+  for (FrameSocket* port : ports_) {
+    if (port->has_input()) return true;
+  }
+  return false;
+}
+
+bool SocketSwitchRuntime::step() {
+  ++counters_.rounds;
+  const bool received = receive_all(monotonic_now_ns());
+  const bool sent = transmit_all();
+  return received || sent;
+}
+
+void SocketSwitchRuntime::run(const std::atomic<bool>& stop) {
+  const std::array<int, 1> fds{epoll_fd_};
+  while (!stop.load(std::memory_order_relaxed)) {
+    if (step()) continue;
+    // With frames held for a busy port, block only briefly: its completions do not wake us.
+    const std::int64_t timeout_ns = pending_ports_.empty() ? -1 : 100'000;
+    waiter_.wait(
+        fds, [this, &stop] { return stop.load(std::memory_order_relaxed) || has_work(); },
+        timeout_ns);
+    std::uint64_t drained = 0;
+    while (::read(event_fd_, &drained, sizeof drained) > 0) {
+    }
+  }
+}
+
+void SocketSwitchRuntime::interrupt() {
+  const std::uint64_t one = 1;
+  (void)::write(event_fd_, &one, sizeof one);
+}
+
+}  // namespace ethx

@@ -1,0 +1,55 @@
+// Runs the switch core in real time over one FrameSocket per port (AF_XDP or AF_PACKET), from
+// one thread: it polls every port in batches and, when the fabric is idle, waits adaptively
+// (spin, yield, then one epoll over all ports), so 32 ports never need 32 spinning threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "fabric/frame_socket.hpp"
+#include "fabric/topology_config.hpp"
+#include "switch/switch_core.hpp"
+
+namespace ethx {
+
+struct SocketSwitchCounters {
+  std::uint64_t rounds = 0;
+  std::uint64_t tx_too_large = 0;  // frames a port's buffers cannot carry: counted, dropped
+};
+
+class SocketSwitchRuntime {
+ public:
+  // Port i of the switch is ports[i] (GPU i's link). The sockets must outlive the runtime.
+  SocketSwitchRuntime(const TopologyConfig& topology, std::vector<FrameSocket*> ports);
+  ~SocketSwitchRuntime();
+  SocketSwitchRuntime(const SocketSwitchRuntime&) = delete;
+  SocketSwitchRuntime& operator=(const SocketSwitchRuntime&) = delete;
+
+  // Forwards until `stop` becomes true; interrupt() ends a blocked wait at once.
+  void run(const std::atomic<bool>& stop);
+  bool step();
+  void interrupt();
+
+  const SwitchCore& core() const { return core_; }
+  const SocketSwitchCounters& counters() const { return counters_; }
+  const shm::WaitStats& wait_stats() const { return waiter_.stats(); }
+
+ private:
+  bool receive_all(TimeNs now);
+  bool transmit_all();
+  bool has_work();
+
+  std::vector<FrameSocket*> ports_;
+  SwitchCore core_;
+  PollWaiter waiter_;
+  int epoll_fd_ = -1;
+  int event_fd_ = -1;
+  std::vector<PortId> touched_;
+  std::vector<std::uint8_t> egress_pending_;
+  std::vector<PortId> pending_ports_;
+  std::uint32_t first_port_ = 0;
+  SocketSwitchCounters counters_;
+};
+
+}  // namespace ethx
