@@ -1,10 +1,11 @@
-// ethx: the command users run. `ethx bench` for now; later issues add up/down/status/sim.
+// ethx: the command users run. `ethx bench`, `ethx sim`; later issues add up/down/status.
 #include <boost/program_options.hpp>
 #include <iostream>
 
 #include "address-map/config_error.hpp"
 #include "fabric/bench_coordinator.hpp"
 #include "fabric/process_signals.hpp"
+#include "fabric/sim_command.hpp"
 #include "fabric/topology_config.hpp"
 
 namespace po = boost::program_options;
@@ -16,7 +17,20 @@ constexpr const char* kUsage =
     "commands:\n"
     "  bench    start a fabric, run the load/store microbenchmarks, stop it\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
+    "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
     "run `ethx <command> --help` for its options\n";
+
+// Parses a subcommand's options; false when --help was asked for (and printed).
+bool parse_options(int argc, char** argv, const po::options_description& description,
+                   po::variables_map& vm) {
+  po::store(po::parse_command_line(argc, argv, description), vm);
+  if (vm.count("help")) {
+    std::cout << description << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
 
 int bench(int argc, char** argv) {
   ethx::BenchOptions options;
@@ -29,13 +43,28 @@ int bench(int argc, char** argv) {
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, description), vm);
-  if (vm.count("help")) {
-    std::cout << description << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!parse_options(argc, argv, description, vm)) return 0;
   return ethx::run_bench(options);
+}
+
+int sim(int argc, char** argv) {
+  ethx::sim::SimOptions options;
+  std::uint64_t bytes = 0;
+  po::options_description description("ethx sim options");
+  description.add_options()("help", "show this help")(
+      "gpus", po::value(&options.gpus), "number of GPUs, 2-1024 (default: from the topology)")(
+      "workload", po::value(&options.workload)->default_value("all-to-all"),
+      "all-to-all | allreduce-ring | incast | random | load-latency")(
+      "bytes", po::value(&bytes), "bytes per message (default 4096; load-latency 8)")(
+      "seed", po::value(&options.seed)->default_value(1), "seed of the random workload")(
+      "topology", po::value(&options.topology)->default_value("single"), "single | leaf-spine")(
+      "repeat", po::value(&options.repeat)->default_value(1), "run the workload R times")(
+      "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
+      "config", po::value(&options.config_path), "topology file (default: embedded)");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  if (vm.count("bytes")) options.bytes = bytes;
+  return ethx::sim::run_sim_command(options);
 }
 
 int config(int argc, char** argv) {
@@ -60,6 +89,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "bench") return bench(argc - 1, argv + 1);
     if (command == "config") return config(argc - 1, argv + 1);
+    if (command == "sim") return sim(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {

@@ -150,6 +150,16 @@ void read_link(const toml::value& node, const std::string& source, TopologyConfi
       table.unsigned_field("propagation_ns", config.link_propagation_ns, 0, 1'000'000'000);
 }
 
+void read_sim(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "sim", source);
+  table.allow_only({"issue_ns", "completer_ns", "nic_latency_ns"});
+  config.sim_issue_ns = table.unsigned_field("issue_ns", config.sim_issue_ns, 0, 1'000'000'000);
+  config.sim_completer_ns =
+      table.unsigned_field("completer_ns", config.sim_completer_ns, 0, 1'000'000'000);
+  config.sim_nic_latency_ns =
+      table.unsigned_field("nic_latency_ns", config.sim_nic_latency_ns, 0, 1'000'000'000);
+}
+
 void read_gpus(const toml::value& node, const std::string& source, TopologyConfig& config,
                std::vector<std::pair<GpuId, GpuConfig>>& overrides) {
   if (!node.is_array()) throw ConfigError(source + ": gpu: must be an array of tables [[gpu]]");
@@ -282,12 +292,13 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
     throw ConfigError(source_name + ": not valid TOML: " + error.what());
   }
   TableReader top(root, "", source_name);
-  top.allow_only({"fabric", "switch", "link", "gpu", "window"});
+  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window"});
   TopologyConfig config;
   std::vector<std::pair<GpuId, GpuConfig>> overrides;
   if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
   if (const auto* node = find_child(root, "switch")) read_switch(*node, source_name, config);
   if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
+  if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
   if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);
   if (const auto* node = find_child(root, "window")) read_windows(*node, source_name, config);
   finish(config, overrides, source_name);

@@ -43,6 +43,11 @@ struct TopologyConfig {
   double link_rate_gbps = 800.0;
   TimeNs link_propagation_ns = 10;
 
+  // [sim]: endpoint costs of the discrete-event simulator (docs/timing-model.md).
+  TimeNs sim_issue_ns = 20;        // a GPU hands one load/store operation to its packet engine
+  TimeNs sim_completer_ns = 10;    // a completer serves one request transaction
+  TimeNs sim_nic_latency_ns = 50;  // one NIC crossing (tx or rx): MAC + PHY pipeline
+
   std::vector<GpuConfig> gpus;         // one per GPU, defaults filled in
   std::vector<Window> custom_windows;  // empty: default layout
 

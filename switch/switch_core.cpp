@@ -170,6 +170,17 @@ void SwitchCore::pop(PortId egress) {
   out.queue.pop_front();
 }
 
+void SwitchCore::pop_into(PortId egress, wire::Frame& out) {
+  out.clear();
+  if (egress >= ports_.size() || ports_[egress].queue.empty()) return;
+  out.swap(ports_[egress].queue.front().bytes);
+  Port& port = ports_[egress];
+  ++port.counters.tx_frames;
+  port.counters.tx_bytes += out.size();
+  port.queued_bytes -= out.size();
+  port.queue.pop_front();
+}
+
 std::size_t SwitchCore::queued_bytes(PortId egress) const {
   return egress < ports_.size() ? ports_[egress].queued_bytes : 0;
 }

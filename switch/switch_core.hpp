@@ -89,6 +89,9 @@ class SwitchCore {
   // The egress side, drained by the runtime. Out-of-range ports read as empty.
   const QueuedFrame* front(PortId egress) const;  // nullptr if empty
   void pop(PortId egress);                        // the runtime sent front(); counts tx
+  // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
+  // held is freed). `out` is left empty if there is nothing queued.
+  void pop_into(PortId egress, wire::Frame& out);
   std::size_t queued_bytes(PortId egress) const;
   std::size_t queued_frames(PortId egress) const;
 

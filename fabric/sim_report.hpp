@@ -1,0 +1,65 @@
+// What one `ethx sim` run measured, in modelled time, and how it is printed. Nothing here
+// depends on the wall clock, so the same config and seed print the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ethx::sim {
+
+struct SwitchReport {
+  std::string name;
+  std::uint64_t ports = 0;
+  std::uint64_t rx_frames = 0;
+  std::uint64_t tx_frames = 0;
+  std::uint64_t max_queue_bytes = 0;  // deepest any egress queue of this switch has been
+  std::uint64_t drops = 0;            // every reason
+  std::uint64_t drops_queue_full = 0;
+};
+
+struct SimReport {
+  // What ran.
+  std::uint64_t gpus = 0;
+  std::string topology;
+  std::string workload;
+  std::uint64_t bytes = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t repeat = 0;
+  // The model's parameters (echoed so a report stands on its own).
+  double link_rate_gbps = 0;
+  std::uint64_t propagation_ns = 0;
+  std::uint64_t forwarding_latency_ns = 0;
+  std::uint64_t egress_queue_bytes = 0;
+  std::uint64_t issue_ns = 0;
+  std::uint64_t completer_ns = 0;
+  std::uint64_t nic_latency_ns = 0;
+  // Results.
+  std::uint64_t ops_ok = 0;
+  std::uint64_t ops_failed = 0;
+  std::uint64_t timeouts = 0;  // failed ops whose status is timeout
+  bool complete = false;       // the workload finished (every op issued and completed)
+  std::uint64_t latency_p50_ps = 0;
+  std::uint64_t latency_p99_ps = 0;
+  std::uint64_t latency_max_ps = 0;
+  std::uint64_t makespan_ps = 0;       // from time 0 to the last completion
+  std::uint64_t payload_bytes = 0;     // of successful operations
+  std::uint64_t frames_delivered = 0;  // frames handed to GPU endpoints
+  std::uint64_t link_frames = 0;       // frame transmissions summed over every link (hops)
+  std::uint64_t link_wire_bytes = 0;   // wire bytes summed over every link
+  std::uint64_t events = 0;
+  std::uint64_t drops = 0;
+  std::uint64_t drops_queue_full = 0;
+  std::vector<SwitchReport> switches;
+
+  double bandwidth_gbps() const;  // payload bits / makespan
+};
+
+// Nearest-rank percentile (p in (0, 100]) of sorted values; 0 for none.
+std::uint64_t percentile(const std::vector<std::uint64_t>& sorted, double p);
+
+nlohmann::ordered_json to_json(const SimReport& report);
+std::string format_table(const SimReport& report);
+
+}  // namespace ethx::sim

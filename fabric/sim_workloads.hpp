@@ -1,0 +1,68 @@
+// Traffic patterns for `ethx sim`. A workload only decides what each GPU issues next and
+// when; the simulator asks it whenever a GPU may issue (it has free tags) and tells it about
+// every completed operation. Everything is a pure function of (gpus, bytes, seed, repeat), so
+// two runs issue the same operations in the same order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "address-map/fabric_types.hpp"
+
+namespace ethx::sim {
+
+enum class WorkloadKind : std::uint8_t {
+  kAllToAll,
+  kAllReduceRing,
+  kIncast,
+  kRandom,
+  kLoadLatency
+};
+const char* to_string(WorkloadKind kind);
+bool parse_workload_kind(const std::string& text, WorkloadKind& out);
+
+// One Requester operation: a non-posted write (completion = write ack) or a read.
+struct OpSpec {
+  bool read = false;
+  GpuId dst = kInvalidGpu;
+  std::uint64_t address = 0;  // in the destination's local memory
+  std::uint32_t bytes = 0;
+};
+
+struct WorkloadParams {
+  std::size_t gpus = 2;
+  std::uint64_t bytes = 4096;  // per message (allreduce-ring: the buffer, B / N per step)
+  std::uint64_t seed = 1;
+  std::uint64_t repeat = 1;
+  std::uint64_t hbm_bytes = 64ull << 20;
+  // Messages longer than this are issued as several operations (a write may not need more
+  // tags than the requester has).
+  std::uint32_t max_op_bytes = 1 << 16;
+};
+
+// Writes to a GPU land in its first kLandingZoneBytes (each sender in its own slot of the
+// message size, wrapping), so 1024 GPUs touch at most 1024 x 256 KiB of sparse memory.
+inline constexpr std::uint64_t kLandingZoneBytes = 256 * 1024;
+// load-latency issues this many loads per repeat, one at a time.
+inline constexpr std::uint64_t kLoadsPerRepeat = 100;
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // The operation `gpu` would issue next, if it may issue one now.
+  virtual bool peek(GpuId gpu, OpSpec& op) = 0;
+  // `gpu` issued what peek() returned.
+  virtual void issued(GpuId gpu) = 0;
+  // An operation of `gpu` completed (successfully or not). Appends to `wake` the other GPUs
+  // that may now have something to issue (the completing GPU is always retried).
+  virtual void completed(GpuId gpu, std::vector<GpuId>& wake) = 0;
+  // Every operation has been issued and completed.
+  virtual bool done() const = 0;
+};
+
+// Throws std::invalid_argument on bad parameters (no bytes, bytes past local memory).
+std::unique_ptr<Workload> make_workload(WorkloadKind kind, const WorkloadParams& params);
+
+}  // namespace ethx::sim

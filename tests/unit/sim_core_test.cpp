@@ -1,0 +1,181 @@
+// The simulator's building blocks: event order, link serialization, the [sim] config table,
+// the leaf-spine builder.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fabric/sim_event_queue.hpp"
+#include "fabric/sim_link.hpp"
+#include "fabric/sim_topology.hpp"
+#include "fabric/topology_config.hpp"
+#include "packet-engine/wire.hpp"
+#include "switch/switch_core.hpp"
+
+namespace ethx::sim {
+namespace {
+
+TEST(SimEventQueue, PopsByTimeThenByInsertionOrder) {
+  EventQueue queue;
+  queue.push(30, 0, 1);
+  queue.push(10, 0, 2);
+  queue.push(30, 0, 3);
+  queue.push(20, 0, 4);
+  queue.push(10, 0, 5);
+  queue.push(30, 0, 6);
+  std::vector<std::uint32_t> order;
+  std::vector<TimePs> times;
+  while (!queue.empty()) {
+    const Event event = queue.pop();
+    order.push_back(event.target);
+    times.push_back(event.at);
+  }
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{2, 5, 4, 1, 3, 6}));
+  EXPECT_EQ(times, (std::vector<TimePs>{10, 10, 20, 30, 30, 30}));
+}
+
+TEST(SimEventQueue, ManyTiesKeepInsertionOrderAcrossInterleavedPops) {
+  // A pseudo-random schedule with many equal times; pops interleaved with pushes. The result
+  // must equal a stable sort of what was pushed by time.
+  EventQueue queue;
+  struct Pushed {
+    TimePs at;
+    std::uint32_t id;
+  };
+  std::vector<Pushed> pending;
+  std::vector<std::uint32_t> popped;
+  std::uint64_t state = 12345;
+  TimePs now = 0;
+  for (std::uint32_t id = 0; id < 5000; ++id) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const TimePs at = now + (state >> 33) % 8;  // lots of ties
+    queue.push(at, 1, id, id);
+    pending.push_back({at, id});
+    if (id % 3 == 0) {
+      const Event event = queue.pop();
+      EXPECT_GE(event.at, now);
+      now = event.at;
+      popped.push_back(event.target);
+    }
+  }
+  while (!queue.empty()) popped.push_back(queue.pop().target);
+  // Replay with a reference: among events not yet popped, the one with the smallest (at, id).
+  std::vector<std::uint32_t> expected;
+  std::vector<bool> done(pending.size(), false);
+  std::vector<Pushed> live;
+  std::size_t next = 0;
+  const auto pop_reference = [&] {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < live.size(); ++i) {
+      if (live[i].at < live[best].at ||
+          (live[i].at == live[best].at && live[i].id < live[best].id)) {
+        best = i;
+      }
+    }
+    expected.push_back(live[best].id);
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
+  };
+  for (std::uint32_t id = 0; id < 5000; ++id) {
+    live.push_back(pending[next++]);
+    if (id % 3 == 0) pop_reference();
+  }
+  while (!live.empty()) pop_reference();
+  EXPECT_EQ(popped, expected);
+}
+
+TEST(SimLink, SerializesA1500ByteFrameAt100GbpsWithEthernetFraming) {
+  // 1500 B + preamble/SFD 8 + FCS 4 + IFG 12 = 1524 B = 12192 bits; at 100 Gbit/s 121.92 ns.
+  EXPECT_EQ(serialization_ps(1500, 100.0), 121'920u);
+  // A runt is padded to 60 B first: 60 + 24 = 84 B = 672 bits, 0.84 ns at 800 Gbit/s.
+  EXPECT_EQ(serialization_ps(40, 800.0), 840u);
+  EXPECT_EQ(serialization_ps(40, 800.0), serialization_ps(60, 800.0));
+  EXPECT_EQ(serialization_ps(1792, 800.0), (1792u + 24u) * 8u * 1000u / 800u);
+}
+
+TEST(SimConfig, SimTableHasDefaultsOverridesAndRejectsUnknownKeys) {
+  const TopologyConfig defaults = load_topology("");
+  EXPECT_EQ(defaults.sim_issue_ns, 20u);
+  EXPECT_EQ(defaults.sim_completer_ns, 10u);
+  EXPECT_EQ(defaults.sim_nic_latency_ns, 50u);
+  const TopologyConfig custom =
+      parse_topology("[sim]\nissue_ns = 7\ncompleter_ns = 0\nnic_latency_ns = 99\n", "t.toml");
+  EXPECT_EQ(custom.sim_issue_ns, 7u);
+  EXPECT_EQ(custom.sim_completer_ns, 0u);
+  EXPECT_EQ(custom.sim_nic_latency_ns, 99u);
+  try {
+    parse_topology("[sim]\nissue_nss = 7\n", "t.toml");
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("sim.issue_nss: unknown key"), std::string::npos);
+  }
+}
+
+TEST(SimSwitchCore, PopIntoHandsOverTheFrontFrameAndCountsLikePop) {
+  SwitchConfig config;
+  config.ports.assign(2, SwitchPortConfig{});
+  config.learning = false;
+  config.static_routes.emplace_back(default_mac_for_gpu(1), 1);
+  SwitchCore moved(config);
+  SwitchCore popped(config);
+  wire::FrameBuilder builder(wire::kDefaultFrameBytesMax);
+  builder.start(wire::FrameAddress{default_mac_for_gpu(1), default_mac_for_gpu(0), 0, 1, 0});
+  builder.append(wire::TxnFields{wire::Opcode::kReadReq, wire::Status::kOk, 1, 8, 0}, 0);
+  const wire::Frame frame = builder.finish();
+  std::vector<PortId> touched;
+  for (SwitchCore* core : {&moved, &popped}) {
+    core->on_frame(0, frame, 5, touched);
+    core->on_frame(0, frame, 6, touched);
+  }
+  wire::Frame out(3, std::byte{1});
+  moved.pop_into(1, out);
+  popped.pop(1);
+  EXPECT_EQ(out, frame);
+  EXPECT_EQ(moved.queued_bytes(1), popped.queued_bytes(1));
+  EXPECT_EQ(moved.queued_frames(1), 1u);
+  EXPECT_EQ(moved.counters(1).tx_frames, popped.counters(1).tx_frames);
+  EXPECT_EQ(moved.counters(1).tx_bytes, popped.counters(1).tx_bytes);
+  moved.pop_into(1, out);
+  EXPECT_EQ(out, frame);
+  EXPECT_EQ(moved.queued_bytes(1), 0u);
+  moved.pop_into(1, out);  // empty queue
+  EXPECT_TRUE(out.empty());
+  moved.pop_into(7, out);  // out of range reads as empty
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(SimTopology, LeafSpineRoutesRemoteGpusUpToSpineDstModSpines) {
+  TopologyConfig config = load_topology("");
+  config.resize(64);
+  const SimTopology topology = build_topology(config, TopologyKind::kLeafSpine);
+  ASSERT_EQ(topology.leaves, 2u);
+  ASSERT_EQ(topology.spines, 32u);
+  ASSERT_EQ(topology.switches.size(), 34u);
+  EXPECT_EQ(topology.switch_names[0], "leaf0");
+  EXPECT_EQ(topology.switch_names[2], "spine0");
+  const auto route_of = [&](std::size_t sw, GpuId gpu) {
+    for (const auto& [mac, port] : topology.switches[sw].static_routes) {
+      if (mac == default_mac_for_gpu(gpu)) return static_cast<long>(port);
+    }
+    return -1L;
+  };
+  for (std::size_t sw = 0; sw < topology.switches.size(); ++sw) {
+    EXPECT_FALSE(topology.switches[sw].learning);
+  }
+  EXPECT_EQ(route_of(0, 5), 5);              // local GPU: its down port
+  EXPECT_EQ(route_of(0, 40), 32 + 40 % 32);  // remote GPU: uplink to spine 40 % 32
+  EXPECT_EQ(route_of(1, 40), 40 % 32);
+  EXPECT_EQ(route_of(2 + 7, 40), 1);  // a spine routes by leaf
+  EXPECT_EQ(route_of(2 + 7, 3), 0);
+  // Every GPU has one uplink; every wired switch port has an egress link back.
+  for (std::size_t gpu = 0; gpu < 64; ++gpu) {
+    const Link& up = topology.links.at(topology.gpu_tx_link[gpu]);
+    EXPECT_EQ(up.to.node, gpu / 32);
+    EXPECT_EQ(up.to.port, gpu % 32);
+  }
+  const Link& leaf_up = topology.links.at(topology.egress_link[1][32 + 5]);
+  EXPECT_EQ(leaf_up.to.node, 2u + 5u);
+  EXPECT_EQ(leaf_up.to.port, 1u);
+}
+
+}  // namespace
+}  // namespace ethx::sim

@@ -1,0 +1,164 @@
+// The simulator end to end: modelled latency against the hand-computed formula, determinism,
+// drops under incast, leaf-spine delivery.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "fabric/sim_command.hpp"
+#include "fabric/sim_fabric.hpp"
+#include "fabric/topology_config.hpp"
+#include "packet-engine/wire.hpp"
+
+namespace ethx::sim {
+namespace {
+
+// Serialization computed here from first principles, independent of sim_link.cpp.
+double wire_ns(std::size_t frame_bytes, double rate_gbps) {
+  const std::size_t padded = frame_bytes < 60 ? 60 : frame_bytes;
+  return static_cast<double>((padded + 8 + 4 + 12) * 8) / rate_gbps;
+}
+
+// issue + [NIC tx + request on 2 links + 2 x propagation + switch + NIC rx] + completer
+//       + [the same for the response]
+double expected_load_ns(const TopologyConfig& c, std::size_t load_bytes) {
+  const std::size_t request = 14 + 20 + 16 + 4;                // one read request
+  const std::size_t response = 14 + 20 + 16 + load_bytes + 4;  // one read response
+  const double one_way_fixed = 2.0 * static_cast<double>(c.sim_nic_latency_ns) +
+                               2.0 * static_cast<double>(c.link_propagation_ns) +
+                               static_cast<double>(c.switch_forwarding_latency_ns);
+  return static_cast<double>(c.sim_issue_ns) + one_way_fixed +
+         2.0 * wire_ns(request, c.link_rate_gbps) + static_cast<double>(c.sim_completer_ns) +
+         one_way_fixed + 2.0 * wire_ns(response, c.link_rate_gbps);
+}
+
+void expect_load_latency_matches(const TopologyConfig& config) {
+  const SimReport report =
+      simulate(config, TopologyKind::kSingle, WorkloadKind::kLoadLatency, 8, 1, 1);
+  ASSERT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_ok, kLoadsPerRepeat);
+  EXPECT_EQ(report.ops_failed, 0u);
+  const auto expected_ps =
+      static_cast<std::uint64_t>(std::llround(expected_load_ns(config, 8) * 1000));
+  EXPECT_EQ(report.latency_p50_ps, expected_ps);
+  EXPECT_EQ(report.latency_max_ps, expected_ps);  // idle fabric: every load the same
+}
+
+TEST(SimFabric, EightByteLoadLatencyIsTheHandComputedSumWithDefaults) {
+  TopologyConfig config = load_topology("");
+  config.resize(2);
+  expect_load_latency_matches(config);
+}
+
+TEST(SimFabric, EightByteLoadLatencyFollowsEveryParameter) {
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 4\n[switch]\nforwarding_latency_ns = 123\n"
+      "[link]\nrate_gbps = 100\npropagation_ns = 7\n"
+      "[sim]\nissue_ns = 11\ncompleter_ns = 13\nnic_latency_ns = 17\n",
+      "t.toml");
+  expect_load_latency_matches(config);
+}
+
+TEST(SimFabric, IdenticalRunsGiveIdenticalReports) {
+  TopologyConfig config = load_topology("");
+  config.resize(64);
+  for (WorkloadKind workload : {WorkloadKind::kRandom, WorkloadKind::kAllReduceRing}) {
+    const auto first = to_json(simulate(config, TopologyKind::kLeafSpine, workload, 1000, 7, 1));
+    const auto second = to_json(simulate(config, TopologyKind::kLeafSpine, workload, 1000, 7, 1));
+    EXPECT_EQ(first.dump(), second.dump());
+    EXPECT_TRUE(first["complete"].get<bool>());
+  }
+  // A different seed changes the random pattern (and so, here, the report).
+  const auto seed7 =
+      to_json(simulate(config, TopologyKind::kSingle, WorkloadKind::kRandom, 1000, 7, 1));
+  const auto seed8 =
+      to_json(simulate(config, TopologyKind::kSingle, WorkloadKind::kRandom, 1000, 8, 1));
+  EXPECT_NE(seed7.dump(), seed8.dump());
+}
+
+TEST(SimFabric, IncastOnASmallQueueDropsAndTheWritesTimeOut) {
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 16\nrequest_timeout_ns = 100000\n[switch]\negress_queue_bytes = 4096\n",
+      "t.toml");
+  SimFabric fabric(config, TopologyKind::kSingle);
+  WorkloadParams params;
+  params.gpus = 16;
+  params.bytes = 4096;
+  params.max_op_bytes = fabric.max_op_bytes();
+  const auto workload = make_workload(WorkloadKind::kIncast, params);
+  const SimReport report = fabric.run(*workload);  // returns: no hang
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_ok + report.ops_failed, 15u);
+  EXPECT_GT(report.ops_failed, 0u);
+  EXPECT_EQ(report.timeouts, report.ops_failed);
+  // The drops are the switch core's own count, on GPU 0's egress port.
+  const PortCounters& to_gpu0 = fabric.switch_core(0).counters(0);
+  EXPECT_GT(to_gpu0.drops_queue_full, 0u);
+  EXPECT_EQ(report.drops_queue_full, to_gpu0.drops_queue_full);
+  EXPECT_LE(to_gpu0.queue_bytes_high_water, 4096u);
+  std::uint64_t timeouts = 0;
+  for (GpuId gpu = 1; gpu < 16; ++gpu)
+    timeouts += fabric.endpoint(gpu).requester().counters().timeouts;
+  EXPECT_GT(timeouts, 0u);
+  // Timed-out writes end at about issue + timeout, not later.
+  EXPECT_LT(report.makespan_ps, 2 * 100'000ull * kPsPerNs);
+}
+
+TEST(SimFabric, LeafSpineDeliversEveryMessageFor64Gpus) {
+  TopologyConfig config = load_topology("");
+  config.resize(64);
+  SimFabric fabric(config, TopologyKind::kLeafSpine);
+  WorkloadParams params;
+  params.gpus = 64;
+  params.bytes = 4096;
+  params.max_op_bytes = fabric.max_op_bytes();
+  const auto workload = make_workload(WorkloadKind::kAllToAll, params);
+  const SimReport report = fabric.run(*workload);
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_ok, 64u * 63u);
+  EXPECT_EQ(report.ops_failed, 0u);
+  EXPECT_EQ(report.drops, 0u);
+  EXPECT_EQ(report.payload_bytes, 64u * 63u * 4096u);
+  // 4096 B = 3 write frames, each answered by one ack frame.
+  EXPECT_EQ(report.frames_delivered, 64u * 63u * 6u);
+  ASSERT_EQ(report.switches.size(), 34u);
+  std::uint64_t spine_frames = 0;
+  for (std::size_t sw = 2; sw < 34; ++sw) spine_frames += report.switches[sw].rx_frames;
+  // Cross-leaf traffic (32 x 32 x 2 of the 64 x 63 pairs) crosses a spine.
+  EXPECT_EQ(spine_frames, 2u * 32u * 32u * 6u);
+  for (GpuId gpu = 0; gpu < 64; ++gpu) {
+    EXPECT_EQ(fabric.endpoint(gpu).completer().counters().writes, 63u * 3u);
+  }
+}
+
+TEST(SimFabric, EveryWorkloadCompletesOnBothTopologies) {
+  TopologyConfig config = load_topology("");
+  config.resize(40);  // a partly filled second leaf
+  for (TopologyKind topology : {TopologyKind::kSingle, TopologyKind::kLeafSpine}) {
+    for (WorkloadKind workload :
+         {WorkloadKind::kAllToAll, WorkloadKind::kAllReduceRing, WorkloadKind::kIncast,
+          WorkloadKind::kRandom, WorkloadKind::kLoadLatency}) {
+      const SimReport report = simulate(config, topology, workload, 512, 3, 2);
+      EXPECT_TRUE(report.complete) << to_string(topology) << " " << to_string(workload);
+      EXPECT_EQ(report.ops_failed, 0u) << to_string(topology) << " " << to_string(workload);
+      EXPECT_GT(report.ops_ok, 0u);
+    }
+  }
+  // allreduce-ring: 2(N-1) steps per repeat, one write per GPU per step.
+  const SimReport ring =
+      simulate(config, TopologyKind::kSingle, WorkloadKind::kAllReduceRing, 4000, 1, 1);
+  EXPECT_EQ(ring.ops_ok, 2u * 39u * 40u);
+  EXPECT_EQ(ring.payload_bytes, 2u * 39u * 40u * 100u);  // ceil(4000 / 40) per write
+}
+
+TEST(SimFabric, LargeMessagesAreSplitIntoOperationsWithinTheTagBudget) {
+  TopologyConfig config = parse_topology("[fabric]\ngpus = 4\nmax_outstanding = 8\n", "t.toml");
+  const SimReport report =
+      simulate(config, TopologyKind::kSingle, WorkloadKind::kAllToAll, 100000, 1, 1);
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_failed, 0u);
+  EXPECT_EQ(report.payload_bytes, 4u * 3u * 100000u);
+}
+
+}  // namespace
+}  // namespace ethx::sim
