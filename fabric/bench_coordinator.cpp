@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "fabric/privileges.hpp"
 #include "fabric/process_signals.hpp"
 #include "fabric/shm_fabric_launcher.hpp"
+#include "fabric/socket_transport.hpp"
 #include "fabric/stats.hpp"
 #include "packet-engine/wire.hpp"
 
@@ -88,6 +91,14 @@ void print_table(const json& report) {
               static_cast<unsigned long long>(load["p50"].get<std::uint64_t>()),
               static_cast<unsigned long long>(load["p99"].get<std::uint64_t>()),
               report["load_to_baseline_p50"].get<double>());
+  if (report.contains("raw_pingpong_ns")) {
+    const auto& raw = report["raw_pingpong_ns"];
+    std::printf("%-34s %10llu %10llu   (load p50 = %.2fx raw)\n",
+                ("raw " + report["transport"].get<std::string>() + " ping-pong, no switch").c_str(),
+                static_cast<unsigned long long>(raw["p50"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(raw["p99"].get<std::uint64_t>()),
+                report["load_to_raw_pingpong_p50"].get<double>());
+  }
   std::printf("\n%-34s %10s %14s %12s\n", "bandwidth (GPU0 -> GPU1)", "Gbit/s", "header B/frame",
               "wire eff.");
   for (std::uint32_t size : kStoreSizes) {
@@ -219,32 +230,74 @@ json run_suite(ShmFabricLauncher& fabric, const BenchOptions& options,
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
+  // Privileges first: before the topology file, any probe, namespace or process.
+  std::string transport = options.transport;
+  if (transport == "auto") {
+    const std::string missing = check_privileges(privilege_needs("afxdp"), "AF_XDP");
+    if (missing.empty() && built_with_xdp()) {
+      transport = "afxdp";
+      std::cerr << "ethx bench: transport auto: picked afxdp (running with CAP_NET_ADMIN, "
+                   "CAP_NET_RAW, CAP_BPF "
+                   "and CAP_SYS_ADMIN; this build has AF_XDP)\n";
+    } else {
+      transport = "shm";
+      std::cerr << "ethx bench: transport auto: picked shm ("
+                << (built_with_xdp() ? missing : std::string("this build has no AF_XDP")) << ")\n";
+    }
+  }
+  if (!valid_transport(transport)) {
+    std::cerr << "ethx bench: --transport " << transport
+              << ": unknown; use shm, afxdp, afpacket or auto\n";
+    return 2;
+  }
+  if (is_socket_transport(transport)) {
+    const std::string missing =
+        check_privileges(privilege_needs(transport), "ethx bench --transport " + transport);
+    if (!missing.empty()) {
+      std::cerr << "ethx bench: " << missing << "\n";
+      return 2;
+    }
+    if (transport == "afxdp" && !built_with_xdp()) {
+      std::cerr << "ethx bench: --transport afxdp: this build has no AF_XDP (configure with "
+                   "-DETHX_WITH_XDP=ON); --transport afpacket or --transport shm work without it\n";
+      return 2;
+    }
+  }
   const auto wall_start = std::chrono::steady_clock::now();
   TopologyConfig topology = load_topology(options.config_path);
   if (options.gpus != 0) topology.resize(options.gpus);
-  std::string transport = options.transport;
-  if (transport == "auto") {
-    transport = "shm";
-    progress(options,
-             "transport auto: picked shm (this build has no AF_XDP/AF_PACKET "
-             "transport yet)");
-  }
-  if (transport != "shm") {
-    std::cerr << "ethx bench: --transport " << transport
-              << ": not available in this build; --transport shm runs without privileges\n";
-    return 2;
-  }
 
   // Ctrl-C stops the run cleanly: the launcher's destructor ends the processes it started and
   // removes every shared-memory file of this fabric.
   install_stop_signals(false);
+  // A closed stdout/stderr pipe (`ethx bench ... | head`) must not kill the coordinator before
+  // it has stopped its processes and removed its namespaces: writes fail with EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
   const std::string fabric_name = "b" + std::to_string(::getpid());
-  ShmFabricLauncher fabric(fabric_name, options.config_path, topology);
+  ShmFabricLauncher fabric(fabric_name, options.config_path, topology, transport);
   progress(options, "starting ethx-switch and " + std::to_string(topology.gpu_count) +
-                        " ethx-node processes (fabric " + fabric_name + ")");
+                        " ethx-node processes (fabric " + fabric_name + ", transport " + transport +
+                        ")");
+  // Socket transports: the bare transport's round trip between two namespaces (no switch, no
+  // engine), measured first on this run's own namespace names, which are gone again before the
+  // fabric's topology is made.
+  json raw_pingpong;
+  if (is_socket_transport(transport)) {
+    const Plan plan = plan_for(options);
+    progress(options, "raw " + transport + " ping-pong between two namespaces (no switch)");
+    const RawPingPongResult raw =
+        fabric.measure_raw_pingpong(plan.latency_rounds, plan.latency_samples_per_round);
+    raw_pingpong = {{"p50", raw.p50_ns}, {"p99", raw.p99_ns}};
+  }
   fabric.start();
   Totals totals;
   json report = run_suite(fabric, options, topology, totals);
+  if (!raw_pingpong.is_null()) {
+    report["raw_pingpong_ns"] = raw_pingpong;
+    const auto raw_p50 = raw_pingpong["p50"].get<double>();
+    report["load_to_raw_pingpong_p50"] =
+        raw_p50 > 0 ? report["load_latency_ns"]["p50"].get<double>() / raw_p50 : 0.0;
+  }
   progress(options, "stopping the fabric");
   const json switch_stats = fabric.stop();
 

@@ -4,6 +4,11 @@
 // Protocol per node: the coordinator writes `command`, then bumps command_seq and rings the
 // node's port doorbell; the node runs it, writes `result`, sets result_seq = command_seq and
 // rings coordinator_bell. Only one command is in flight per node.
+//
+// The coordinator also rings the mailbox's own `node_bell` after posting: on the socket
+// transports (AF_XDP, AF_PACKET) a node has no shared-memory port doorbell, so a small thread
+// in ethx-node sleeps on node_bell and interrupts the node's socket wait (docs/afxdp.md).
+// A socket-transport switch stores its PID in `switch_pid` once all its ports are open.
 #pragma once
 
 #include <atomic>
@@ -36,6 +41,7 @@ struct alignas(64) NodeMailbox {
   std::uint32_t result_bytes = 0;
   char command[kCommandBytes];
   char result[kResultBytes];
+  shm::Doorbell node_bell;  // rung after every post (see the protocol above)
 };
 
 struct alignas(64) ControlHeader {
@@ -43,6 +49,7 @@ struct alignas(64) ControlHeader {
   std::uint32_t version = 0;
   std::uint32_t node_count = 0;
   shm::Doorbell coordinator_bell;
+  std::atomic<std::int32_t> switch_pid{0};  // socket transports: the switch's ports are open
 };
 
 class ControlRegion {

@@ -37,8 +37,9 @@ int bench(int argc, char** argv) {
   po::options_description description("ethx bench options");
   description.add_options()("help", "show this help")(
       "gpus", po::value(&options.gpus), "number of GPUs (default: from the topology, 8)")(
-      "transport", po::value(&options.transport)->default_value("shm"), "shm | auto")(
-      "config", po::value(&options.config_path), "topology file (default: embedded)")(
+      "transport", po::value(&options.transport)->default_value("shm"),
+      "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
+                                       "topology file (default: embedded)")(
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");

@@ -1,34 +1,88 @@
 // ethx-node: one headless emulated GPU. Owns its local memory ("HBM") in a shared-memory file,
-// joins its switch port, serves remote loads and stores, and runs benchmark commands.
+// joins its switch port (a shared-memory port, or with --transport afxdp|afpacket a socket on its
+// veth in its own network namespace), serves remote loads and stores, and runs benchmark
+// commands.
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <thread>
 
 #include "fabric/bench_workloads.hpp"
 #include "fabric/control_region.hpp"
 #include "fabric/fabric_names.hpp"
+#include "fabric/netns_topology.hpp"
 #include "fabric/node_commands.hpp"
 #include "fabric/process_signals.hpp"
 #include "fabric/shm_node_port.hpp"
+#include "fabric/socket_transport.hpp"
 #include "fabric/topology_config.hpp"
 
 namespace po = boost::program_options;
 
 namespace {
 
+// Socket transports: the node waits in ppoll on its socket, which a futex in the control region
+// cannot wake. This thread sleeps on the mailbox's node_bell (rung by the coordinator after each
+// post) and interrupts the socket wait when a command arrives or the node should stop.
+class CommandBellThread {
+ public:
+  CommandBellThread(ethx::ControlRegion& control, std::uint32_t gpu, ethx::SocketNodePort& port)
+      : thread_([this, &control, gpu, &port] {
+          ethx::shm::WaitPolicy policy;
+          policy.spin_iterations = 0;
+          policy.yield_iterations = 0;
+          policy.max_spin_ns = 0;
+          policy.min_spin_ns = 0;
+          ethx::shm::AdaptiveWaiter waiter(policy);
+          ethx::NodeMailbox& box = control.node(gpu);
+          std::uint32_t seen = box.command_seq.load();
+          auto changed = [&] {
+            return done_.load() || ethx::g_stop_requested.load() || box.command_seq.load() != seen;
+          };
+          while (!done_.load()) {
+            if (waiter.wait(box.node_bell, changed, -1)) {
+              seen = box.command_seq.load();
+              port.interrupt();
+              if (ethx::g_stop_requested.load()) break;
+            }
+          }
+        }),
+        box_(control.node(gpu)) {}
+  ~CommandBellThread() {
+    done_.store(true);
+    ethx::shm::ring(box_.node_bell);
+    thread_.join();
+  }
+  CommandBellThread(const CommandBellThread&) = delete;
+  CommandBellThread& operator=(const CommandBellThread&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+  ethx::NodeMailbox& box_;
+};
+
 int run(int argc, char** argv) {
   std::string fabric;
   std::string config_path;
   unsigned gpu = 0;
   unsigned gpus = 0;
+  std::string transport = "shm";
+  std::string netns_tag;
   po::options_description options("ethx-node options");
   options.add_options()("help", "show this help")("fabric", po::value(&fabric)->required(),
                                                   "fabric instance name (from ethx-switch)")(
       "gpu", po::value(&gpu)->required(), "this node's GPU id")(
       "config", po::value(&config_path), "topology file (default: the embedded default)")(
-      "gpus", po::value(&gpus), "override fabric.gpus");
+      "gpus", po::value(&gpus), "override fabric.gpus")("transport", po::value(&transport),
+                                                        "shm (default) | afxdp | afpacket")(
+      "netns-tag", po::value(&netns_tag),
+      "socket transports: the run's tag; this node's veth is ethx-<tag>-n<gpu> in the namespace "
+      "of the same name");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
@@ -45,19 +99,50 @@ int run(int argc, char** argv) {
                             std::to_string(topology.gpu_count) + ")");
   }
   const auto self = static_cast<ethx::GpuId>(gpu);
+  if (!ethx::valid_transport(transport)) {
+    throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
+  }
+  const bool sockets = ethx::is_socket_transport(transport);
+  if (sockets && netns_tag.empty()) {
+    throw std::invalid_argument("--transport " + transport + " needs --netns-tag");
+  }
+  if (sockets) {
+    if (std::string error = ethx::check_privileges(ethx::privilege_needs(transport), "ethx-node");
+        !error.empty()) {
+      throw std::runtime_error(error);
+    }
+  }
 
   // Fully allocated now: a full /dev/shm fails here with a message, not with SIGBUS later.
   auto hbm =
       ethx::shm::SharedMemoryFile::create(ethx::hbm_file_name(fabric, self), topology.hbm_bytes);
-  auto region = ethx::shm::ShmFabricRegion::attach(ethx::switch_region_name(fabric));
+  std::optional<ethx::shm::ShmFabricRegion> region;
+  std::unique_ptr<ethx::NodePort> port;
+  ethx::SocketNodePort* socket_port = nullptr;
+  if (sockets) {
+    // A veth cannot back-pressure the switch: bursts it forwards must fit the receive ring.
+    // Deep rings for small fabrics, the default from 32 GPUs on (pinned memory stays bounded).
+    const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
+                                         : topology.gpu_count <= 16 ? 4096
+                                                                    : 2048;
+    auto owned = std::make_unique<ethx::SocketNodePort>(ethx::open_frame_socket(
+        transport, ethx::netns::node_namespace(netns_tag, gpu),
+        ethx::netns::node_interface(netns_tag, gpu), ethx::SocketRole::kNode, receive_frames));
+    socket_port = owned.get();
+    port = std::move(owned);
+  } else {
+    region.emplace(ethx::shm::ShmFabricRegion::attach(ethx::switch_region_name(fabric)));
+    port = std::make_unique<ethx::ShmNodePort>(*region, gpu);
+  }
   std::optional<ethx::ControlRegion> control;
   if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
     control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(fabric)));
   }
+  std::optional<CommandBellThread> bell_thread;
+  if (control && socket_port != nullptr) bell_thread.emplace(*control, gpu, *socket_port);
 
-  ethx::ShmNodePort port(region, gpu);
   std::span<std::byte> memory(hbm.data(), hbm.size_bytes());
-  ethx::NodeRuntime node(topology, self, memory, port);
+  ethx::NodeRuntime node(topology, self, memory, *port);
   node.set_stop_flag(&ethx::g_stop_requested);
   ethx::BenchWorkloads workloads(
       node, ethx::BenchLayout::for_memory(topology.hbm_bytes, topology.gpu_count));

@@ -1,0 +1,78 @@
+#include "fabric/socket_transport.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+#include "fabric/af_packet_socket.hpp"
+#ifdef ETHX_HAVE_XDP
+#include "fabric/afxdp_socket.hpp"
+#endif
+
+namespace ethx {
+
+bool is_socket_transport(std::string_view transport) {
+  return transport == "afxdp" || transport == "afpacket";
+}
+
+bool valid_transport(std::string_view transport) {
+  return transport == "shm" || is_socket_transport(transport);
+}
+
+bool built_with_xdp() {
+#ifdef ETHX_HAVE_XDP
+  return true;
+#else
+  return false;
+#endif
+}
+
+PrivilegeNeeds privilege_needs(std::string_view transport) {
+  return PrivilegeNeeds{.af_xdp = transport == "afxdp",
+                        .af_packet = transport == "afpacket",
+                        .namespaces = is_socket_transport(transport)};
+}
+
+std::string bench_tag(pid_t pid) {
+  constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  auto value = static_cast<unsigned long>(pid);
+  std::string tag;
+  do {
+    tag.insert(tag.begin(), kDigits[value % kDigits.size()]);
+    value /= kDigits.size();
+  } while (value != 0);
+  return tag;
+}
+
+std::unique_ptr<FrameSocket> open_frame_socket(std::string_view transport, const std::string& netns,
+                                               const std::string& interface, SocketRole role,
+                                               std::uint32_t receive_frames) {
+  if (transport == "afxdp") {
+#ifdef ETHX_HAVE_XDP
+    AfXdpOptions options;
+    options.interface = interface;
+    options.netns = netns;
+    options.role = role;
+    if (receive_frames > 0) options.frame_count = 2 * receive_frames;
+    return std::make_unique<AfXdpSocket>(options);
+#else
+    throw std::runtime_error(
+        "--transport afxdp: this build has no AF_XDP (configure with -DETHX_WITH_XDP=ON); "
+        "--transport afpacket or shm work without it");
+#endif
+  }
+  if (transport == "afpacket") {
+    AfPacketOptions options;
+    options.interface = interface;
+    options.netns = netns;
+    options.role = role;
+    if (receive_frames > 0) {
+      options.receive_buffer_bytes = static_cast<int>(
+          std::min<std::uint64_t>(std::uint64_t{receive_frames} * 2048, std::uint64_t{1} << 30));
+    }
+    return std::make_unique<AfPacketSocket>(options);
+  }
+  throw std::invalid_argument("not a socket transport: " + std::string(transport));
+}
+
+}  // namespace ethx

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds qemu-system-x86_64 from Debian's QEMU source package with the ethx-gpu device added.
+#
+# The QEMU tree is fetched at build time (never committed) and cached outside the repository,
+# per machine: ${ETHX_CACHE:-$HOME/.cache/ethx}/qemu-<version>/. A second run only recompiles
+# the device and relinks (the device sources are symlinked into the tree).
+#
+#   qemu-device/build-qemu.sh            build (or update) and print the binary's path
+#   qemu-device/build-qemu.sh --clean    remove the cached tree first
+set -euo pipefail
+
+# The upstream version, pinned here only; Debian's revision suffix changes with point releases
+# and old revisions leave the archive, so the newest bookworm revision of it is taken.
+QEMU_UPSTREAM_VERSION="7.2"
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${ETHX_CACHE:-$HOME/.cache/ethx}/qemu-${QEMU_UPSTREAM_VERSION}"
+jobs="$(nproc)"
+say() { printf '==> qemu: %s\n' "$*" >&2; }
+die() { printf 'qemu-device/build-qemu.sh: %s\n' "$*" >&2; exit 1; }
+
+[ "${1:-}" = "--clean" ] && { say "removing $cache"; rm -rf "$cache"; }
+mkdir -p "$cache"
+
+# Build dependencies, named so a missing one fails here with its name, not deep in meson.
+needed=(dpkg-dev meson ninja-build pkg-config libglib2.0-dev libpixman-1-dev flex bison
+        libslirp-dev libfdt-dev python3-venv qemu-system-data seabios ipxe-qemu)
+missing=()
+for pkg in "${needed[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing build dependencies: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    die "cannot install: ${missing[*]} (apt-get failed)"
+fi
+
+src="$cache/src"
+if [ ! -f "$src/configure" ]; then
+  # A private deb-src list: the system's apt sources stay untouched.
+  lists="$cache/apt-lists"; mkdir -p "$lists/partial"
+  srclist="$cache/deb-src.list"
+  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" > "$srclist"
+  # Sandbox::User=root: the cache is root-owned; the archive keyring still checks every file.
+  apt_opts=(-o "Dir::Etc::sourcelist=$srclist" -o "Dir::Etc::sourceparts=-"
+            -o "Dir::State::Lists=$lists" -o "APT::Sandbox::User=root")
+  say "fetching Debian's qemu source package (bookworm, ${QEMU_UPSTREAM_VERSION}.x)"
+  apt-get "${apt_opts[@]}" update -qq || die "apt-get update of the deb-src list failed"
+  version="$(apt-cache "${apt_opts[@]}" showsrc qemu | awk '/^Version:/ {print $2}' |
+             grep -E "^1:${QEMU_UPSTREAM_VERSION//./\\.}" | sort -V | tail -n 1)"
+  [ -n "$version" ] || die "no qemu ${QEMU_UPSTREAM_VERSION} source in bookworm"
+  (cd "$cache" && apt-get "${apt_opts[@]}" source --download-only -qq "qemu=$version") ||
+    die "downloading qemu=$version failed"
+  say "unpacking qemu $version"
+  rm -rf "$src"
+  (cd "$cache" && dpkg-source -x qemu_*.dsc "$src" >/dev/null)  # with Debian's patches
+  [ -f "$src/configure" ] || die "unpacked tree has no configure script"
+fi
+
+# Hook the device in (idempotent): its sources are symlinked so edits only recompile it.
+ln -sf "$repo/qemu-device/qemu/ethx_gpu.c" "$src/hw/misc/ethx_gpu.c"
+grep -q "ETHX_GPU" "$src/hw/misc/Kconfig" ||
+  printf '\nconfig ETHX_GPU\n    bool\n    default y if PCI_DEVICES\n    depends on PCI\n' >> "$src/hw/misc/Kconfig"
+grep -q "ethx_gpu.c" "$src/hw/misc/meson.build" ||
+  printf "softmmu_ss.add(when: 'CONFIG_ETHX_GPU', if_true: files('ethx_gpu.c'))\n" >> "$src/hw/misc/meson.build"
+
+build="$src/build"
+if [ ! -f "$build/build.ninja" ]; then
+  say "configuring (x86_64-softmmu, TCG and KVM, minimal features)"
+  mkdir -p "$build"
+  (cd "$build" && ../configure --target-list=x86_64-softmmu --disable-docs --disable-werror \
+      --without-default-features --enable-kvm --enable-tcg --enable-slirp >/dev/null) ||
+    die "configure failed; see $build/meson-logs/meson-log.txt"
+fi
+say "building qemu-system-x86_64 with $jobs jobs (first build: several minutes)"
+if ! ninja -C "$build" -j "$jobs" qemu-system-x86_64 2>&1 | tee "$cache/build.log" |
+     awk '/^\[[0-9]+\/[0-9]+\]/ && NR % 200 == 1 {print "==> qemu: " $1; fflush()}' >&2; then
+  die "build failed; the log is $cache/build.log"
+fi
+"$build/qemu-system-x86_64" -device help 2>/dev/null | grep -q '"ethx-gpu"' ||
+  die "the built QEMU has no ethx-gpu device (Kconfig hook not applied?)"
+echo "$build/qemu-system-x86_64"
