@@ -264,8 +264,7 @@ int run_bench(const BenchOptions& options) {
     }
   }
   const auto wall_start = std::chrono::steady_clock::now();
-  TopologyConfig topology = load_topology(options.config_path);
-  if (options.gpus != 0) topology.resize(options.gpus);
+  TopologyConfig topology = load_topology(options.config_path, options.gpus);
 
   // Ctrl-C stops the run cleanly: the launcher's destructor ends the processes it started and
   // removes every shared-memory file of this fabric.

@@ -92,8 +92,7 @@ int run(int argc, char** argv) {
   po::notify(vm);
   ethx::install_stop_signals(true);
 
-  ethx::TopologyConfig topology = ethx::load_topology(config_path);
-  if (gpus != 0) topology.resize(gpus);
+  ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
   if (gpu >= topology.gpu_count) {
     throw ethx::ConfigError("--gpu: " + std::to_string(gpu) + " is not below fabric.gpus (" +
                             std::to_string(topology.gpu_count) + ")");

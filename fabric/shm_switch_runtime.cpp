@@ -15,7 +15,7 @@ constexpr TimeNs kPauseWatchdogNs = 20'000'000;
 ShmSwitchRuntime::ShmSwitchRuntime(const TopologyConfig& topology, shm::ShmFabricRegion& region)
     : region_(region),
       core_(topology.switch_config()),
-      egress_pending_(region.port_count(), 0),
+      pending_(region.port_count()),
       congested_since_ns_(region.port_count(), 0) {}
 
 std::size_t ShmSwitchRuntime::admission_budget_frames(TimeNs now) {
@@ -58,20 +58,13 @@ bool ShmSwitchRuntime::receive_all(TimeNs now) {
     moved = moved || popped > 0;
   }
   first_port_ = (first_port_ + 1) % ports;
-  for (PortId egress : touched_) {
-    if (!egress_pending_[egress]) {
-      egress_pending_[egress] = 1;
-      pending_ports_.push_back(egress);
-    }
-  }
-  touched_.clear();
+  pending_.add(touched_);
   return moved;
 }
 
 bool ShmSwitchRuntime::transmit_all() {
   bool moved = false;
-  std::size_t kept = 0;
-  for (PortId egress : pending_ports_) {
+  pending_.drain_each([&](PortId egress) {
     shm::PortChannel& channel = region_.port(egress);
     bool pushed = false;
     while (const QueuedFrame* frame = core_.front(egress)) {
@@ -81,18 +74,13 @@ bool ShmSwitchRuntime::transmit_all() {
     }
     if (pushed) waiter_.ring(channel.node_bell);
     moved = moved || pushed;
-    if (core_.front(egress) != nullptr) {
-      pending_ports_[kept++] = egress;
-    } else {
-      egress_pending_[egress] = 0;
-    }
-  }
-  pending_ports_.resize(kept);
+    return core_.front(egress) != nullptr;
+  });
   return moved;
 }
 
 bool ShmSwitchRuntime::has_input() {
-  for (PortId egress : pending_ports_) {
+  for (PortId egress : pending_.ports()) {
     if (region_.port(egress).to_node.has_free_slot()) return true;
   }
   // While paused, new input is not work: only a draining egress ring is.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabric/doorbell.hpp"
+#include "fabric/pending_egress.hpp"
 #include "fabric/shm_fabric_region.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
@@ -36,8 +37,7 @@ class ShmSwitchRuntime {
   SwitchCore core_;
   shm::AdaptiveWaiter waiter_{shm::WaitPolicy::from_environment()};
   std::vector<PortId> touched_;
-  std::vector<std::uint8_t> egress_pending_;  // per port: frames queued in the core
-  std::vector<PortId> pending_ports_;
+  PendingEgress pending_;
   std::vector<TimeNs> congested_since_ns_;  // per port: since when its queue is (nearly) full
   std::uint32_t first_port_ = 0;
   std::uint64_t rounds_ = 0;

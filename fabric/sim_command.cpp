@@ -43,8 +43,7 @@ int run(const SimOptions& options) {
         "--workload must be all-to-all, allreduce-ring, incast, random or load-latency (got \"" +
         options.workload + "\")");
   }
-  TopologyConfig config = load_topology(options.config_path);
-  if (options.gpus != 0) config.resize(options.gpus);
+  TopologyConfig config = load_topology(options.config_path, options.gpus);
   const std::uint64_t bytes =
       options.bytes.value_or(workload == WorkloadKind::kLoadLatency ? 8 : 4096);
 

@@ -38,7 +38,7 @@ class CoreSink final : public FrameSink {
 
 SocketSwitchRuntime::SocketSwitchRuntime(const TopologyConfig& topology,
                                          std::vector<FrameSocket*> ports)
-    : ports_(std::move(ports)), core_(topology.switch_config()), egress_pending_(ports_.size(), 0) {
+    : ports_(std::move(ports)), core_(topology.switch_config()), pending_(ports_.size()) {
   if (ports_.size() != core_.port_count()) {
     throw std::invalid_argument("the switch has " + std::to_string(core_.port_count()) +
                                 " ports but " + std::to_string(ports_.size()) +
@@ -78,20 +78,13 @@ bool SocketSwitchRuntime::receive_all(TimeNs now) {
     moved = ports_[port]->receive(kReceiveBatchPerPort, sink) > 0 || moved;
   }
   first_port_ = (first_port_ + 1) % count;
-  for (PortId egress : touched_) {
-    if (!egress_pending_[egress]) {
-      egress_pending_[egress] = 1;
-      pending_ports_.push_back(egress);
-    }
-  }
-  touched_.clear();
+  pending_.add(touched_);
   return moved;
 }
 
 bool SocketSwitchRuntime::transmit_all() {
   bool moved = false;
-  std::size_t kept = 0;
-  for (PortId egress : pending_ports_) {
+  pending_.drain_each([&](PortId egress) {
     FrameSocket& socket = *ports_[egress];
     bool sent = false;
     while (const QueuedFrame* frame = core_.front(egress)) {
@@ -103,18 +96,13 @@ bool SocketSwitchRuntime::transmit_all() {
     }
     if (sent) socket.flush();
     moved = moved || sent;
-    if (core_.front(egress) != nullptr) {
-      pending_ports_[kept++] = egress;
-    } else {
-      egress_pending_[egress] = 0;
-    }
-  }
-  pending_ports_.resize(kept);
+    return core_.front(egress) != nullptr;
+  });
   return moved;
 }
 
 bool SocketSwitchRuntime::has_work() {
-  for (PortId egress : pending_ports_) {
+  for (PortId egress : pending_.ports()) {
     if (ports_[egress]->can_send()) return true;
   }
   for (FrameSocket* port : ports_) {
@@ -135,7 +123,7 @@ void SocketSwitchRuntime::run(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_relaxed)) {
     if (step()) continue;
     // With frames held for a busy port, block only briefly: its completions do not wake us.
-    const std::int64_t timeout_ns = pending_ports_.empty() ? -1 : 100'000;
+    const std::int64_t timeout_ns = pending_.empty() ? -1 : 100'000;
     waiter_.wait(
         fds, [this, &stop] { return stop.load(std::memory_order_relaxed) || has_work(); },
         timeout_ns);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabric/frame_socket.hpp"
+#include "fabric/pending_egress.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
 
@@ -46,8 +47,7 @@ class SocketSwitchRuntime {
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::vector<PortId> touched_;
-  std::vector<std::uint8_t> egress_pending_;
-  std::vector<PortId> pending_ports_;
+  PendingEgress pending_;
   std::uint32_t first_port_ = 0;
   SocketSwitchCounters counters_;
 };

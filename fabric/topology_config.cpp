@@ -314,4 +314,10 @@ TopologyConfig load_topology(const std::string& path) {
   return parse_topology(text.str(), path);
 }
 
+TopologyConfig load_topology(const std::string& path, std::size_t gpus_override) {
+  TopologyConfig config = load_topology(path);
+  if (gpus_override != 0) config.resize(gpus_override);
+  return config;
+}
+
 }  // namespace ethx

@@ -67,5 +67,7 @@ std::string_view default_topology_toml();
 TopologyConfig parse_topology(std::string_view toml_text, const std::string& source_name);
 // Reads a file, or the embedded default when `path` is empty.
 TopologyConfig load_topology(const std::string& path);
+// The same, then the --gpus flag applied when it is not 0 (every command takes both).
+TopologyConfig load_topology(const std::string& path, std::size_t gpus_override);
 
 }  // namespace ethx

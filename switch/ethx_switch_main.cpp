@@ -52,8 +52,7 @@ int run(int argc, char** argv) {
   ethx::install_stop_signals(stop_with_parent);
   const pid_t parent_pid = ::getppid();
 
-  ethx::TopologyConfig topology = ethx::load_topology(config_path);
-  if (gpus != 0) topology.resize(gpus);
+  ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
   if (!ethx::valid_transport(transport)) {
     throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
   }
