@@ -13,40 +13,15 @@
 #include <thread>
 
 #include "fabric/child_process.hpp"
+#include "tests/integration/cli_test_support.hpp"
 
 namespace ethx {
 namespace {
 
-struct CommandResult {
-  int exit_status = -1;
-  std::string output;
-};
-
-// Runs a shell command line and captures its stdout (and stderr if redirected in `command`).
-CommandResult run_command(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-    result.output.append(buffer, got);
-  const int status = ::pclose(pipe);
-  result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string ethx_binary() {
-  return std::string(ETHX_BIN_DIR) + "/ethx";
-}
-
-std::vector<std::string> shm_files_with_prefix(const std::string& prefix) {
-  std::vector<std::string> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) found.push_back(name);
-  }
-  return found;
-}
+using test::CommandResult;
+using test::ethx_binary;
+using test::run_command;
+using test::shm_files_with_prefix;
 
 void expect_latency_pair(const nlohmann::json& value) {
   ASSERT_TRUE(value.is_object());

@@ -24,30 +24,14 @@
 #include "fabric/privileges.hpp"
 #include "fabric/shm_fabric_launcher.hpp"
 #include "fabric/socket_transport.hpp"
+#include "tests/integration/cli_test_support.hpp"
 
 namespace ethx {
 namespace {
 
-struct ShellResult {
-  int exit_status = -1;
-  std::string output;
-};
-
-ShellResult run_shell(const std::string& command) {
-  ShellResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-    result.output.append(buffer, got);
-  const int status = ::pclose(pipe);
-  result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string ethx_binary() {
-  return std::string(ETHX_BIN_DIR) + "/ethx";
-}
+using test::CommandResult;
+using test::ethx_binary;
+using test::run_command;
 
 std::string requirement_missing(const std::string& transport) {
   if (::geteuid() != 0) return "needs root (network namespaces, veths, raw sockets)";
@@ -108,9 +92,9 @@ TEST_P(BenchTransport, QuickRunVerifiesDataReportsTheTransportAndLeavesNothing) 
   if (const std::string why = requirement_missing(GetParam()); !why.empty()) GTEST_SKIP() << why;
   const auto stderr_path = std::filesystem::temp_directory_path() /
                            ("ethx-test-" + std::to_string(::getpid()) + "-bench.err");
-  const ShellResult result =
-      run_shell(ethx_binary() + " bench --gpus 4 --quick --json --transport " + GetParam() + " 2>" +
-                stderr_path.string());
+  const CommandResult result =
+      run_command(ethx_binary() + " bench --gpus 4 --quick --json --transport " + GetParam() +
+                  " 2>" + stderr_path.string());
   std::ifstream err_file(stderr_path);
   const std::string progress((std::istreambuf_iterator<char>(err_file)),
                              std::istreambuf_iterator<char>());
@@ -166,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, BenchTransport, ::testing::Values("afxdp", 
 TEST(BenchTransportPrivileges, UnprivilegedAfXdpFailsFastNamingWhatIsMissing) {
   std::string command = ethx_binary() + " bench --gpus 4 --transport afxdp 2>&1";
   if (::geteuid() == 0) {
-    if (run_shell("command -v setpriv >/dev/null 2>&1").exit_status != 0) {
+    if (run_command("command -v setpriv >/dev/null 2>&1").exit_status != 0) {
       GTEST_SKIP() << "needs setpriv (util-linux) to drop root";
     }
     command = "setpriv --reuid 65534 --regid 65534 --clear-groups " + command;
@@ -174,7 +158,7 @@ TEST(BenchTransportPrivileges, UnprivilegedAfXdpFailsFastNamingWhatIsMissing) {
     GTEST_SKIP() << "runs with the capabilities AF_XDP needs, cannot test their absence";
   }
   const auto start = std::chrono::steady_clock::now();
-  const ShellResult result = run_shell(command);
+  const CommandResult result = run_command(command);
   const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_NE(result.exit_status, 0) << result.output;
   EXPECT_LT(elapsed, std::chrono::seconds(2));
