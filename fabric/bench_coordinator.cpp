@@ -5,12 +5,20 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
+#include "fabric/fabric_launcher.hpp"
+#include "fabric/fabric_names.hpp"
+#include "fabric/forwarding_probe.hpp"
 #include "fabric/privileges.hpp"
 #include "fabric/process_signals.hpp"
-#include "fabric/shm_fabric_launcher.hpp"
+#include "fabric/run_state.hpp"
 #include "fabric/socket_transport.hpp"
 #include "fabric/stats.hpp"
 #include "packet-engine/wire.hpp"
@@ -30,12 +38,18 @@ struct Plan {
   std::uint64_t read_total_bytes;
   std::uint32_t atomic_count;
   std::uint64_t all_to_all_bytes_per_peer;
+  std::uint32_t forwarding_rounds;
+  std::int64_t forwarding_run_ns;
 };
 
 Plan plan_for(const BenchOptions& options) {
-  if (options.quick) return Plan{4, 500, 2ull << 20, 2ull << 20, 2000, 64ull << 10};
-  return Plan{10, 2000, 16ull << 20, 16ull << 20, 20000, 512ull << 10};
+  if (options.quick) {
+    return Plan{4, 500, 2ull << 20, 2ull << 20, 2000, 64ull << 10, 3, 200'000'000};
+  }
+  return Plan{10, 2000, 16ull << 20, 16ull << 20, 20000, 512ull << 10, 5, 500'000'000};
 }
+
+constexpr std::size_t kForwardingFrameSizes[] = {64, 1500};
 
 void progress(const BenchOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "ethx bench: " << text << "\n";
@@ -84,9 +98,15 @@ void print_table(const json& report) {
   const auto& load = report["load_latency_ns"];
   const auto& base = report["baseline_rtt_ns"];
   std::printf("%-34s %10s %10s\n", "latency (GPU0 -> GPU1)", "p50 ns", "p99 ns");
-  std::printf("%-34s %10llu %10llu\n", "bare echo (baseline)",
+  std::printf("%-34s %10llu %10llu\n", report["baseline"].get<std::string>().c_str(),
               static_cast<unsigned long long>(base["p50"].get<std::uint64_t>()),
               static_cast<unsigned long long>(base["p99"].get<std::uint64_t>()));
+  if (report.contains("switch_echo_rtt_ns")) {
+    const auto& echo = report["switch_echo_rtt_ns"];
+    std::printf("%-34s %10llu %10llu\n", "echo through ethx-switch",
+                static_cast<unsigned long long>(echo["p50"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(echo["p99"].get<std::uint64_t>()));
+  }
   std::printf("%-34s %10llu %10llu   (%.2fx baseline p50)\n", "8 B remote load",
               static_cast<unsigned long long>(load["p50"].get<std::uint64_t>()),
               static_cast<unsigned long long>(load["p99"].get<std::uint64_t>()),
@@ -98,6 +118,17 @@ void print_table(const json& report) {
                 static_cast<unsigned long long>(raw["p50"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(raw["p99"].get<std::uint64_t>()),
                 report["load_to_raw_pingpong_p50"].get<double>());
+  }
+  if (report.contains("switch_mpps")) {
+    std::printf("\n%-34s %10s %10s %10s\n", "forwarding rate (GPU0 -> GPU1)", "ethx Mpps",
+                "bare Mpps", "ratio");
+    for (std::size_t size : kForwardingFrameSizes) {
+      const std::string key = std::to_string(size);
+      std::printf("%-34s %10.3f %10.3f %10.2f\n", (key + " B frames").c_str(),
+                  report["switch_mpps"][key].get<double>(),
+                  report["bare_forwarder_mpps"][key].get<double>(),
+                  report["switch_to_bare_forwarder"][key].get<double>());
+    }
   }
   std::printf("\n%-34s %10s %14s %12s\n", "bandwidth (GPU0 -> GPU1)", "Gbit/s", "header B/frame",
               "wire eff.");
@@ -128,7 +159,9 @@ void print_table(const json& report) {
       report["wall_seconds"].get<double>());
 }
 
-json run_suite(ShmFabricLauncher& fabric, const BenchOptions& options,
+// `modes`: on the socket transports of a fabric this run started, the launcher that switches
+// ethx-switch between its core and the bare forwarder; nullptr otherwise.
+json run_suite(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& options,
                const TopologyConfig& topology, Totals& totals) {
   const Plan plan = plan_for(options);
   const GpuId requester = 0;
@@ -139,8 +172,18 @@ json run_suite(ShmFabricLauncher& fabric, const BenchOptions& options,
   // the report takes the median of the per-round percentiles.
   progress(options, "latency: bare echo vs 8 B loads, " + std::to_string(plan.latency_rounds) +
                         " interleaved rounds");
-  std::vector<double> echo_p50, echo_p99, load_p50, load_p99;
+  std::vector<double> echo_p50, echo_p99, load_p50, load_p99, bare_p50, bare_p99;
   for (std::uint32_t round = 0; round < plan.latency_rounds; ++round) {
+    if (modes != nullptr) {
+      // The baseline: the same nodes' echo, with the switch process as a bare forwarder.
+      modes->set_switch_mode(SwitchMode::kBareForwarder);
+      const json bare = fabric.run(
+          requester, {{"op", "echo"}, {"peer", target}, {"count", plan.latency_samples_per_round}});
+      totals.add("bare-forwarder echo round " + std::to_string(round), bare);
+      bare_p50.push_back(bare["p50_ns"].get<double>());
+      bare_p99.push_back(bare["p99_ns"].get<double>());
+      modes->set_switch_mode(SwitchMode::kSwitchCore);
+    }
     const json pair = fabric.run(requester, {{"op", "echo_and_load_latency"},
                                              {"peer", target},
                                              {"count", plan.latency_samples_per_round},
@@ -156,11 +199,21 @@ json run_suite(ShmFabricLauncher& fabric, const BenchOptions& options,
     load_p99.push_back(load["p99_ns"].get<double>());
   }
   const auto to_int = [](double value) { return static_cast<std::uint64_t>(value + 0.5); };
-  report["baseline_rtt_ns"] = {{"p50", to_int(median(echo_p50))},
-                               {"p99", to_int(median(echo_p99))}};
   report["load_latency_ns"] = {{"p50", to_int(median(load_p50))},
                                {"p99", to_int(median(load_p99))}};
-  report["load_to_baseline_p50"] = median(echo_p50) > 0 ? median(load_p50) / median(echo_p50) : 0.0;
+  if (modes != nullptr) {
+    report["baseline"] = "bare forwarder echo (baseline)";
+    report["baseline_rtt_ns"] = {{"p50", to_int(median(bare_p50))},
+                                 {"p99", to_int(median(bare_p99))}};
+    report["switch_echo_rtt_ns"] = {{"p50", to_int(median(echo_p50))},
+                                    {"p99", to_int(median(echo_p99))}};
+  } else {
+    report["baseline"] = "echo through ethx-switch (baseline)";
+    report["baseline_rtt_ns"] = {{"p50", to_int(median(echo_p50))},
+                                 {"p99", to_int(median(echo_p99))}};
+  }
+  const double baseline_p50 = report["baseline_rtt_ns"]["p50"].get<double>();
+  report["load_to_baseline_p50"] = baseline_p50 > 0 ? median(load_p50) / baseline_p50 : 0.0;
 
   progress(options, "posted-store bandwidth, 64 B .. 4 KiB");
   json store = json::object();
@@ -227,41 +280,160 @@ json run_suite(ShmFabricLauncher& fabric, const BenchOptions& options,
   return report;
 }
 
+// Socket transports, switch started, nodes not yet: the switch's forwarding rate against the
+// bare forwarder's, on the same process and veths, runs interleaved (the order alternates per
+// round so drift favours neither) and medians reported.
+json measure_forwarding(FabricLauncher& fabric, const TopologyConfig& topology,
+                        const BenchOptions& options) {
+  const Plan plan = plan_for(options);
+  progress(options, "forwarding rate: ethx switch vs bare forwarder, 64 B and 1500 B frames, " +
+                        std::to_string(plan.forwarding_rounds) + " interleaved rounds");
+  ForwardingProbe probe(fabric.transport(), fabric.netns_tag(), topology);
+  std::map<std::size_t, std::vector<double>> core_mpps, bare_mpps;
+  std::uint64_t lost = 0;
+  for (std::uint32_t round = 0; round < plan.forwarding_rounds; ++round) {
+    for (std::size_t size : kForwardingFrameSizes) {
+      for (int turn = 0; turn < 2; ++turn) {
+        const bool bare = (turn + round) % 2 == 0;
+        fabric.set_switch_mode(bare ? SwitchMode::kBareForwarder : SwitchMode::kSwitchCore);
+        const ForwardingRateResult result = probe.measure(size, plan.forwarding_run_ns);
+        (bare ? bare_mpps : core_mpps)[size].push_back(result.mpps);
+        lost += result.lost;
+      }
+    }
+  }
+  fabric.set_switch_mode(SwitchMode::kSwitchCore);
+  json report;
+  for (std::size_t size : kForwardingFrameSizes) {
+    const std::string key = std::to_string(size);
+    const double core = median(core_mpps[size]);
+    const double bare = median(bare_mpps[size]);
+    report["switch_mpps"][key] = core;
+    report["bare_forwarder_mpps"][key] = bare;
+    report["switch_to_bare_forwarder"][key] = bare > 0 ? core / bare : 0.0;
+  }
+  report["forwarding_frames_lost"] = lost;
+  return report;
+}
+
+std::uint64_t total_drops(const json& switch_stats, std::uint64_t& malformed) {
+  const json& sums = switch_stats["totals"];
+  malformed = sums["drops_malformed"].get<std::uint64_t>();
+  return malformed + sums["drops_queue_full"].get<std::uint64_t>() +
+         sums["drops_unknown_destination"].get<std::uint64_t>() +
+         sums["drops_hairpin"].get<std::uint64_t>() + sums["drops_link_down"].get<std::uint64_t>();
+}
+
+int finish_report(json& report, const BenchOptions& options, const TopologyConfig& topology,
+                  const std::string& transport, const Totals& totals, const json& switch_stats,
+                  std::chrono::steady_clock::time_point wall_start) {
+  report["gpus"] = topology.gpu_count;
+  report["transport"] = transport;
+  report["frame_bytes_max"] = topology.frame_bytes_max;
+  report["wire"] = wire_table(topology.frame_bytes_max);
+  report["verified_ops"] = totals.verified_ops;
+  report["failed_runs"] = totals.failed_runs;
+  for (const std::string& failed : totals.failed_runs) {
+    std::cerr << "ethx bench: FAILED " << failed << "\n";
+  }
+  report["mismatches"] = totals.mismatches;
+  report["errors"] = totals.errors;
+  std::uint64_t drops = 0, malformed = 0;
+  if (switch_stats.is_object() && switch_stats.contains("totals")) {
+    drops = total_drops(switch_stats, malformed);
+    report["switch"] = switch_stats;
+  }
+  if (!report.contains("switch_drops")) {
+    report["switch_drops"] = drops;
+    report["switch_malformed"] = malformed;
+  }
+  report["wall_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (options.json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    print_table(report);
+  }
+  return totals.mismatches > 0 || totals.errors > 0 ? 1 : 0;
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  json value = in ? json::parse(in, nullptr, false) : json();
+  return value.is_discarded() ? json() : value;
+}
+
+// `ethx bench --fabric NAME`: the same suite on a fabric `ethx up` left running. No raw
+// ping-pong, forwarding rate or bare-forwarder baseline: those need the veths to themselves.
+int run_bench_attached(const BenchOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  RunDirectory directory(options.fabric);
+  directory.lock();  // one attached benchmark at a time; `ethx down` waits for it
+  const std::optional<RunState> state = directory.load();
+  if (!state || state->phase != "up") {
+    std::cerr << "ethx bench: no fabric '" << options.fabric << "' is up (start one with `ethx up"
+              << (options.fabric == "default" ? "" : " --name " + options.fabric) << "`)\n";
+    return 2;
+  }
+  auto check_alive = [&state] {
+    if (g_stop_requested.load()) throw Interrupted();
+    for (const RecordedProcess& process : state->processes) {
+      if (!process.running()) {
+        throw std::runtime_error("fabric '" + state->name + "': " + process.role + " (pid " +
+                                 std::to_string(process.pid) +
+                                 ") is gone; `ethx down` and `ethx up` restart it");
+      }
+    }
+  };
+  check_alive();
+  const TopologyConfig topology = load_topology(state->config_path, state->gpus);
+  install_stop_signals(false);
+  std::signal(SIGPIPE, SIG_IGN);
+  ControlRegion control = ControlRegion::attach(control_region_name(state->fabric));
+  std::optional<shm::ShmFabricRegion> region;
+  if (!is_socket_transport(state->transport)) {
+    region.emplace(shm::ShmFabricRegion::attach(switch_region_name(state->fabric)));
+  }
+  FabricClient client(control, region ? &*region : nullptr, check_alive);
+  progress(options, "attached to fabric '" + state->name + "' (" + std::to_string(state->gpus) +
+                        " GPUs over " + state->transport + ")");
+  const json before = read_json_file(state->stats_file);
+  Totals totals;
+  json report = run_suite(client, nullptr, options, topology, totals);
+  report["fabric"] = state->name;
+  // The switch rewrites its counters at most every 250 ms: wait for a snapshot that is
+  // newer than the suite's last frame before taking the difference.
+  const json after = [&] {
+    const auto suite_end = std::filesystem::file_time_type::clock::now();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      std::error_code error;
+      if (std::filesystem::last_write_time(state->stats_file, error) > suite_end && !error) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return read_json_file(state->stats_file);
+  }();
+  if (before.is_object() && after.is_object() && before.contains("totals") &&
+      after.contains("totals")) {
+    std::uint64_t malformed_before = 0, malformed_after = 0;
+    const std::uint64_t drops_before = total_drops(before, malformed_before);
+    const std::uint64_t drops_after = total_drops(after, malformed_after);
+    report["switch_drops"] = drops_after - drops_before;
+    report["switch_malformed"] = malformed_after - malformed_before;
+  }
+  return finish_report(report, options, topology, state->transport, totals, after, wall_start);
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
+  if (!options.fabric.empty()) return run_bench_attached(options);
   // Privileges first: before the topology file, any probe, namespace or process.
-  std::string transport = options.transport;
-  if (transport == "auto") {
-    const std::string missing = check_privileges(privilege_needs("afxdp"), "AF_XDP");
-    if (missing.empty() && built_with_xdp()) {
-      transport = "afxdp";
-      std::cerr << "ethx bench: transport auto: picked afxdp (running with CAP_NET_ADMIN, "
-                   "CAP_NET_RAW, CAP_BPF "
-                   "and CAP_SYS_ADMIN; this build has AF_XDP)\n";
-    } else {
-      transport = "shm";
-      std::cerr << "ethx bench: transport auto: picked shm ("
-                << (built_with_xdp() ? missing : std::string("this build has no AF_XDP")) << ")\n";
-    }
-  }
-  if (!valid_transport(transport)) {
-    std::cerr << "ethx bench: --transport " << transport
-              << ": unknown; use shm, afxdp, afpacket or auto\n";
+  std::string transport;
+  try {
+    transport = choose_transport(options.transport, "ethx bench");
+  } catch (const TransportUnavailable& error) {
+    std::cerr << error.what() << "\n";
     return 2;
-  }
-  if (is_socket_transport(transport)) {
-    const std::string missing =
-        check_privileges(privilege_needs(transport), "ethx bench --transport " + transport);
-    if (!missing.empty()) {
-      std::cerr << "ethx bench: " << missing << "\n";
-      return 2;
-    }
-    if (transport == "afxdp" && !built_with_xdp()) {
-      std::cerr << "ethx bench: --transport afxdp: this build has no AF_XDP (configure with "
-                   "-DETHX_WITH_XDP=ON); --transport afpacket or --transport shm work without it\n";
-      return 2;
-    }
   }
   const auto wall_start = std::chrono::steady_clock::now();
   TopologyConfig topology = load_topology(options.config_path, options.gpus);
@@ -273,7 +445,9 @@ int run_bench(const BenchOptions& options) {
   // it has stopped its processes and removed its namespaces: writes fail with EPIPE instead.
   std::signal(SIGPIPE, SIG_IGN);
   const std::string fabric_name = "b" + std::to_string(::getpid());
-  ShmFabricLauncher fabric(fabric_name, options.config_path, topology, transport);
+  LaunchOptions launch;
+  launch.transport = transport;
+  FabricLauncher fabric(fabric_name, options.config_path, topology, launch);
   progress(options, "starting ethx-switch and " + std::to_string(topology.gpu_count) +
                         " ethx-node processes (fabric " + fabric_name + ", transport " + transport +
                         ")");
@@ -288,9 +462,17 @@ int run_bench(const BenchOptions& options) {
         fabric.measure_raw_pingpong(plan.latency_rounds, plan.latency_samples_per_round);
     raw_pingpong = {{"p50", raw.p50_ns}, {"p99", raw.p99_ns}};
   }
+  json forwarding;
+  if (is_socket_transport(transport)) {
+    fabric.create_network();
+    fabric.start_switch();
+    forwarding = measure_forwarding(fabric, topology, options);
+  }
   fabric.start();
   Totals totals;
-  json report = run_suite(fabric, options, topology, totals);
+  json report = run_suite(fabric.client(), is_socket_transport(transport) ? &fabric : nullptr,
+                          options, topology, totals);
+  if (!forwarding.is_null()) report.update(forwarding);
   if (!raw_pingpong.is_null()) {
     report["raw_pingpong_ns"] = raw_pingpong;
     const auto raw_p50 = raw_pingpong["p50"].get<double>();
@@ -299,39 +481,7 @@ int run_bench(const BenchOptions& options) {
   }
   progress(options, "stopping the fabric");
   const json switch_stats = fabric.stop();
-
-  report["gpus"] = topology.gpu_count;
-  report["transport"] = transport;
-  report["frame_bytes_max"] = topology.frame_bytes_max;
-  report["wire"] = wire_table(topology.frame_bytes_max);
-  report["verified_ops"] = totals.verified_ops;
-  report["failed_runs"] = totals.failed_runs;
-  for (const std::string& failed : totals.failed_runs) {
-    std::cerr << "ethx bench: FAILED " << failed << "\n";
-  }
-  report["mismatches"] = totals.mismatches;
-  report["errors"] = totals.errors;
-  std::uint64_t drops = 0, malformed = 0;
-  if (switch_stats.is_object()) {
-    const json& sums = switch_stats["totals"];
-    malformed = sums["drops_malformed"].get<std::uint64_t>();
-    drops = malformed + sums["drops_queue_full"].get<std::uint64_t>() +
-            sums["drops_unknown_destination"].get<std::uint64_t>() +
-            sums["drops_hairpin"].get<std::uint64_t>() +
-            sums["drops_link_down"].get<std::uint64_t>();
-    report["switch"] = switch_stats;
-  }
-  report["switch_drops"] = drops;
-  report["switch_malformed"] = malformed;
-  report["wall_seconds"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-
-  if (options.json) {
-    std::cout << report.dump(2) << "\n";
-  } else {
-    print_table(report);
-  }
-  return totals.mismatches > 0 || totals.errors > 0 ? 1 : 0;
+  return finish_report(report, options, topology, transport, totals, switch_stats, wall_start);
 }
 
 }  // namespace ethx

@@ -14,6 +14,8 @@ struct BenchOptions {
   bool json = false;
   bool quick = false;  // smaller runs, for CI smoke tests and first impressions
   bool quiet = false;  // no progress on stderr
+  // Non-empty: run on the fabric `ethx up --name <fabric>` started instead of starting one.
+  std::string fabric;
 };
 
 // Returns the process exit status: non-zero on mismatches or unexpected errors.

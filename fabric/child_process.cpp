@@ -1,5 +1,6 @@
 #include "fabric/child_process.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,11 +17,32 @@ extern char** environ;
 namespace ethx {
 
 ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
+  return spawn(argv, SpawnOptions{});
+}
+
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
+                                 const SpawnOptions& options) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attributes);
+  if (!options.log_path.empty()) {
+    ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options.log_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
+  if (options.inherit_fd >= 0) {
+    // dup2 clears FD_CLOEXEC on the copy, so only `inherit_as` reaches the child.
+    ::posix_spawn_file_actions_adddup2(&actions, options.inherit_fd, options.inherit_as);
+  }
+  if (options.new_session) ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
   pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  const int error = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
   if (error != 0) {
     throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
   }
@@ -67,6 +89,13 @@ void ChildProcess::terminate(std::int64_t grace_ms) {
   if (wait_exit(grace_ms)) return;
   ::kill(pid_, SIGKILL);
   wait_exit(5000);
+}
+
+pid_t ChildProcess::release() {
+  const pid_t pid = pid_;
+  pid_ = -1;
+  exited_ = true;
+  return pid;
 }
 
 std::string ChildProcess::exit_description() const {

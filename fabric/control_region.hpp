@@ -8,7 +8,6 @@
 // The coordinator also rings the mailbox's own `node_bell` after posting: on the socket
 // transports (AF_XDP, AF_PACKET) a node has no shared-memory port doorbell, so a small thread
 // in ethx-node sleeps on node_bell and interrupts the node's socket wait (docs/afxdp.md).
-// A socket-transport switch stores its PID in `switch_pid` once all its ports are open.
 #pragma once
 
 #include <atomic>
@@ -32,6 +31,11 @@ enum class NodeState : std::uint32_t {
 inline constexpr std::size_t kCommandBytes = 4096;
 inline constexpr std::size_t kResultBytes = 60 * 1024;
 
+enum class SwitchMode : std::uint32_t {
+  kSwitchCore = 0,     // the ethx switch (switch_core.hpp)
+  kBareForwarder = 1,  // the minimal MAC forwarder (bare_forwarder.hpp)
+};
+
 struct alignas(64) NodeMailbox {
   std::atomic<std::uint32_t> state{0};  // NodeState
   std::atomic<std::int32_t> pid{0};
@@ -49,7 +53,11 @@ struct alignas(64) ControlHeader {
   std::uint32_t version = 0;
   std::uint32_t node_count = 0;
   shm::Doorbell coordinator_bell;
-  std::atomic<std::int32_t> switch_pid{0};  // socket transports: the switch's ports are open
+  // Socket transports: what ethx-switch forwards with (SwitchMode), set by `ethx bench` to
+  // measure its baseline on the same process and sockets; the switch confirms the mode it
+  // runs in `switch_mode_active` and rings coordinator_bell.
+  std::atomic<std::uint32_t> switch_mode{0};
+  std::atomic<std::uint32_t> switch_mode_active{0};
 };
 
 class ControlRegion {
@@ -63,6 +71,8 @@ class ControlRegion {
   // Removes the name once every node has attached; the mappings stay valid, and nothing is
   // left in /dev/shm even if the coordinator is later killed.
   void unlink_name() { file_.unlink_now(); }
+  // Leaves the name in /dev/shm when this object goes away (a detached fabric's).
+  void keep_name() { file_.keep_name(); }
 
   // Node side: the command posted since `last_seen`, if any.
   std::optional<std::string> take_command(std::uint32_t node, std::uint32_t& last_seen);

@@ -1,4 +1,4 @@
-// ethx: the command users run. `ethx bench`, `ethx sim`; later issues add up/down/status.
+// ethx: the command users run: bench, up, status, down, config, sim.
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -7,6 +7,7 @@
 #include "fabric/process_signals.hpp"
 #include "fabric/sim_command.hpp"
 #include "fabric/topology_config.hpp"
+#include "fabric/up_command.hpp"
 
 namespace po = boost::program_options;
 
@@ -16,6 +17,9 @@ constexpr const char* kUsage =
     "usage: ethx <command> [options]\n"
     "commands:\n"
     "  bench    start a fabric, run the load/store microbenchmarks, stop it\n"
+    "  up       start a fabric that keeps running (docs/operations.md)\n"
+    "  status   show a running fabric's processes and per-port counters\n"
+    "  down     stop a running fabric and remove everything it made\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
     "run `ethx <command> --help` for its options\n";
@@ -42,10 +46,56 @@ int bench(int argc, char** argv) {
                                        "topology file (default: embedded)")(
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
+      "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
+      "fabric", po::value(&options.fabric),
+      "run on the fabric `ethx up --name NAME` started (its GPUs and transport)");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  if (!options.fabric.empty() &&
+      (vm.count("gpus") || !vm["transport"].defaulted() || vm.count("config"))) {
+    std::cerr << "ethx bench: --fabric uses the running fabric's GPUs, transport and config; "
+                 "drop --gpus, --transport and --config\n";
+    return 2;
+  }
+  return ethx::run_bench(options);
+}
+
+int up(int argc, char** argv) {
+  ethx::UpOptions options;
+  po::options_description description("ethx up options");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "gpus", po::value(&options.gpus), "number of GPUs (default: from the topology, 8)")(
+      "transport", po::value(&options.transport)->default_value("shm"),
+      "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
+                                       "topology file (default: embedded)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
-  return ethx::run_bench(options);
+  return ethx::run_up(options);
+}
+
+int down(int argc, char** argv) {
+  ethx::DownOptions options;
+  po::options_description description("ethx down options");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "all", po::bool_switch(&options.all), "every fabric that is up")(
+      "quiet", po::bool_switch(&options.quiet), "print nothing");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  return ethx::run_down(options);
+}
+
+int status(int argc, char** argv) {
+  ethx::StatusOptions options;
+  po::options_description description("ethx status options");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "json", po::bool_switch(&options.json), "print one JSON object on stdout");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  return ethx::run_status(options);
 }
 
 int sim(int argc, char** argv) {
@@ -91,6 +141,9 @@ int main(int argc, char** argv) {
     if (command == "bench") return bench(argc - 1, argv + 1);
     if (command == "config") return config(argc - 1, argv + 1);
     if (command == "sim") return sim(argc - 1, argv + 1);
+    if (command == "up") return up(argc - 1, argv + 1);
+    if (command == "down") return down(argc - 1, argv + 1);
+    if (command == "status") return status(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {

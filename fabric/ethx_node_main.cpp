@@ -73,6 +73,9 @@ int run(int argc, char** argv) {
   unsigned gpus = 0;
   std::string transport = "shm";
   std::string netns_tag;
+  std::string interface;
+  std::string netns;
+  bool detach = false;
   po::options_description options("ethx-node options");
   options.add_options()("help", "show this help")("fabric", po::value(&fabric)->required(),
                                                   "fabric instance name (from ethx-switch)")(
@@ -82,7 +85,13 @@ int run(int argc, char** argv) {
                                                         "shm (default) | afxdp | afpacket")(
       "netns-tag", po::value(&netns_tag),
       "socket transports: the run's tag; this node's veth is ethx-<tag>-n<gpu> in the namespace "
-      "of the same name");
+      "of the same name")("interface", po::value(&interface),
+                          "socket transports: use this interface instead (e.g. a real NIC; "
+                          "default: gpu.interface of the config, else the veth)")(
+      "netns", po::value(&netns),
+      "with --interface: the network namespace it is in (default: gpu.netns, else the "
+      "caller's)")("detach", po::bool_switch(&detach),
+                   "keep running when the starting process exits (ethx up)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
@@ -90,7 +99,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
-  ethx::install_stop_signals(true);
+  ethx::install_stop_signals(!detach);
 
   ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
   if (gpu >= topology.gpu_count) {
@@ -102,8 +111,18 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
   }
   const bool sockets = ethx::is_socket_transport(transport);
-  if (sockets && netns_tag.empty()) {
-    throw std::invalid_argument("--transport " + transport + " needs --netns-tag");
+  // Which interface: the command line, then the config's gpu.interface, then the run's veth.
+  if (interface.empty() && !topology.gpus[gpu].interface.empty()) {
+    interface = topology.gpus[gpu].interface;
+    if (!vm.count("netns")) netns = topology.gpus[gpu].netns;
+  }
+  if (interface.empty() && !netns_tag.empty()) {
+    interface = ethx::netns::node_interface(netns_tag, gpu);
+    netns = ethx::netns::node_namespace(netns_tag, gpu);
+  }
+  if (sockets && interface.empty()) {
+    throw std::invalid_argument("--transport " + transport +
+                                " needs --netns-tag, --interface or gpu.interface in the config");
   }
   if (sockets) {
     if (std::string error = ethx::check_privileges(ethx::privilege_needs(transport), "ethx-node");
@@ -125,8 +144,7 @@ int run(int argc, char** argv) {
                                          : topology.gpu_count <= 16 ? 4096
                                                                     : 2048;
     auto owned = std::make_unique<ethx::SocketNodePort>(ethx::open_frame_socket(
-        transport, ethx::netns::node_namespace(netns_tag, gpu),
-        ethx::netns::node_interface(netns_tag, gpu), ethx::SocketRole::kNode, receive_frames));
+        transport, netns, interface, ethx::SocketRole::kNode, receive_frames));
     socket_port = owned.get();
     port = std::move(owned);
   } else {

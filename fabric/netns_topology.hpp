@@ -84,6 +84,9 @@ class VethTopology {
   // (idempotent). Failures are collected in destroy_error().
   void destroy();
   const std::string& destroy_error() const { return destroy_error_; }
+  // Hands the namespaces over to someone else (`ethx up`: the run directory, and `ethx down`
+  // removes them); the destructor then leaves them alone.
+  void release() { created_namespaces_.clear(); }
 
  private:
   TopologySpec spec_;

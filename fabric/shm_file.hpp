@@ -33,6 +33,9 @@ class SharedMemoryFile {
   bool owns_name() const { return owns_name_; }
   // Removes the name early (e.g. once every peer has attached); the mapping stays valid.
   void unlink_now();
+  // Hands the name to someone else (`ethx up`: the run record; `ethx down` removes it): the
+  // destructor then only unmaps.
+  void keep_name() { owns_name_ = false; }
 
  private:
   SharedMemoryFile(std::string name, std::byte* data, std::size_t size_bytes, bool owns_name);

@@ -101,10 +101,15 @@ bool ShmSwitchRuntime::step() {
 void ShmSwitchRuntime::run(const std::atomic<bool>& stop) {
   region_.header().switch_ready.store(1);
   while (!stop.load(std::memory_order_relaxed)) {
-    if (step()) continue;
+    if (step()) {
+      periodic_.note_activity();
+      if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
+      continue;
+    }
     // Idle: spin, yield, then sleep until a node rings; a signal ends the sleep at once.
     waiter_.wait(
-        region_.header().switch_bell, [this] { return has_input(); }, -1);
+        region_.header().switch_bell, [this] { return has_input(); },
+        periodic_.poll(monotonic_now_ns()));
   }
   region_.header().switch_ready.store(0);
 }

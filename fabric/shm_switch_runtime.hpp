@@ -8,6 +8,7 @@
 
 #include "fabric/doorbell.hpp"
 #include "fabric/pending_egress.hpp"
+#include "fabric/periodic_hook.hpp"
 #include "fabric/shm_fabric_region.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
@@ -20,6 +21,8 @@ class ShmSwitchRuntime {
 
   // Forwards until `stop` becomes true.
   void run(const std::atomic<bool>& stop);
+  // Runs `hook` from the forwarding thread (e.g. to publish counters for `ethx status`).
+  void set_periodic(PeriodicHook hook) { periodic_ = std::move(hook); }
   // One pass over every port; returns whether it moved any frame.
   bool step();
 
@@ -41,6 +44,7 @@ class ShmSwitchRuntime {
   std::vector<TimeNs> congested_since_ns_;  // per port: since when its queue is (nearly) full
   std::uint32_t first_port_ = 0;
   std::uint64_t rounds_ = 0;
+  PeriodicHook periodic_;
 };
 
 }  // namespace ethx

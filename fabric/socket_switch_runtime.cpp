@@ -119,14 +119,22 @@ bool SocketSwitchRuntime::step() {
 }
 
 void SocketSwitchRuntime::run(const std::atomic<bool>& stop) {
+  run([&stop] { return stop.load(std::memory_order_relaxed); });
+}
+
+void SocketSwitchRuntime::run(const std::function<bool()>& should_stop) {
   const std::array<int, 1> fds{epoll_fd_};
-  while (!stop.load(std::memory_order_relaxed)) {
-    if (step()) continue;
+  while (!should_stop()) {
+    if (step()) {
+      periodic_.note_activity();
+      if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
+      continue;
+    }
     // With frames held for a busy port, block only briefly: its completions do not wake us.
-    const std::int64_t timeout_ns = pending_.empty() ? -1 : 100'000;
+    const std::int64_t timeout_ns =
+        PeriodicHook::shorter(pending_.empty() ? -1 : 100'000, periodic_.poll(monotonic_now_ns()));
     waiter_.wait(
-        fds, [this, &stop] { return stop.load(std::memory_order_relaxed) || has_work(); },
-        timeout_ns);
+        fds, [this, &should_stop] { return should_stop() || has_work(); }, timeout_ns);
     std::uint64_t drained = 0;
     while (::read(event_fd_, &drained, sizeof drained) > 0) {
     }

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "fabric/frame_socket.hpp"
 #include "fabric/pending_egress.hpp"
+#include "fabric/periodic_hook.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
 
@@ -29,6 +31,10 @@ class SocketSwitchRuntime {
 
   // Forwards until `stop` becomes true; interrupt() ends a blocked wait at once.
   void run(const std::atomic<bool>& stop);
+  // Forwards until should_stop() (checked before every pass and within every wait).
+  void run(const std::function<bool()>& should_stop);
+  // Runs `hook` from the forwarding thread (e.g. to publish counters for `ethx status`).
+  void set_periodic(PeriodicHook hook) { periodic_ = std::move(hook); }
   bool step();
   void interrupt();
 
@@ -50,6 +56,7 @@ class SocketSwitchRuntime {
   PendingEgress pending_;
   std::uint32_t first_port_ = 0;
   SocketSwitchCounters counters_;
+  PeriodicHook periodic_;
 };
 
 }  // namespace ethx

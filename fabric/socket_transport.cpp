@@ -1,5 +1,7 @@
 #include "fabric/socket_transport.hpp"
 
+#include <iostream>
+
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -73,6 +75,37 @@ std::unique_ptr<FrameSocket> open_frame_socket(std::string_view transport, const
     return std::make_unique<AfPacketSocket>(options);
   }
   throw std::invalid_argument("not a socket transport: " + std::string(transport));
+}
+
+std::string choose_transport(std::string_view requested, const std::string& command) {
+  std::string transport(requested);
+  if (transport == "auto") {
+    const std::string missing = check_privileges(privilege_needs("afxdp"), "AF_XDP");
+    if (missing.empty() && built_with_xdp()) {
+      std::cerr << command
+                << ": transport auto: picked afxdp (running with CAP_NET_ADMIN, CAP_NET_RAW, "
+                   "CAP_BPF and CAP_SYS_ADMIN; this build has AF_XDP)\n";
+      return "afxdp";
+    }
+    std::cerr << command << ": transport auto: picked shm ("
+              << (built_with_xdp() ? missing : std::string("this build has no AF_XDP")) << ")\n";
+    return "shm";
+  }
+  if (!valid_transport(transport)) {
+    throw TransportUnavailable(command + ": --transport " + transport +
+                               ": unknown; use shm, afxdp, afpacket or auto");
+  }
+  if (!is_socket_transport(transport)) return transport;
+  const std::string missing =
+      check_privileges(privilege_needs(transport), command + " --transport " + transport);
+  if (!missing.empty()) throw TransportUnavailable(command + ": " + missing);
+  if (transport == "afxdp" && !built_with_xdp()) {
+    throw TransportUnavailable(command +
+                               ": --transport afxdp: this build has no AF_XDP (configure with "
+                               "-DETHX_WITH_XDP=ON); --transport afpacket or --transport shm "
+                               "work without it");
+  }
+  return transport;
 }
 
 }  // namespace ethx

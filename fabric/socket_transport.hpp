@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,18 @@ bool valid_transport(std::string_view transport);
 bool built_with_xdp();
 // What a run over `transport` needs: the socket's capabilities plus network namespaces.
 PrivilegeNeeds privilege_needs(std::string_view transport);
+
+// A transport that cannot run here; the message is one line naming what is missing.
+class TransportUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Resolves --transport for `command` ("ethx bench", "ethx up"): "auto" picks afxdp when the
+// privileges are there and the build has AF_XDP, else shm, and says on stderr what it picked
+// and why; a socket transport is checked for privileges (before anything else is done) and,
+// for afxdp, for AF_XDP support in this build. Throws TransportUnavailable otherwise.
+std::string choose_transport(std::string_view requested, const std::string& command);
 
 // The namespace tag of the `ethx bench` run with coordinator `pid`: the PID in base 36 (at
 // most 5 characters for PIDs up to 2^22, netns::kTagMax), so names stay within IFNAMSIZ.

@@ -160,19 +160,39 @@ void read_sim(const toml::value& node, const std::string& source, TopologyConfig
       table.unsigned_field("nic_latency_ns", config.sim_nic_latency_ns, 0, 1'000'000'000);
 }
 
+// Interface and namespace names: empty (the default) or a plain file name.
+bool valid_linux_name(const std::string& name, std::size_t max_length) {
+  if (name.size() > max_length || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c <= ' ' || c == 0x7f) return false;
+  }
+  return true;
+}
+
 void read_gpus(const toml::value& node, const std::string& source, TopologyConfig& config,
                std::vector<std::pair<GpuId, GpuConfig>>& overrides) {
   if (!node.is_array()) throw ConfigError(source + ": gpu: must be an array of tables [[gpu]]");
   std::size_t index = 0;
   for (const toml::value& entry : node.as_array()) {
     TableReader gpu(entry, "gpu[" + std::to_string(index++) + "]", source);
-    gpu.allow_only({"id", "mac", "partition", "export_rights"});
+    gpu.allow_only({"id", "mac", "partition", "export_rights", "interface", "netns"});
     if (!gpu.has("id")) gpu.fail("id", "is required");
     GpuConfig override;
     override.id = static_cast<GpuId>(gpu.unsigned_field("id", 0, 0, kMaxGpus - 1));
     override.mac = gpu.mac_field("mac", default_mac_for_gpu(override.id));
     override.partition = static_cast<std::uint16_t>(gpu.unsigned_field("partition", 0, 0, 0xFFFF));
     override.export_rights = gpu.rights_field("export_rights", config.default_rights);
+    override.interface = gpu.string_field("interface", "");
+    if (!valid_linux_name(override.interface, 15)) {
+      gpu.fail("interface",
+               "must be an interface name of at most 15 characters without '/' "
+               "or whitespace (got \"" +
+                   override.interface + "\")");
+    }
+    override.netns = gpu.string_field("netns", "");
+    if (!valid_linux_name(override.netns, 255)) {
+      gpu.fail("netns", "must be a network namespace name without '/' or whitespace");
+    }
     overrides.emplace_back(override.id, override);
   }
 }
@@ -207,7 +227,8 @@ void finish(TopologyConfig& config, const std::vector<std::pair<GpuId, GpuConfig
   config.gpus.clear();
   for (std::size_t id = 0; id < config.gpu_count; ++id) {
     const auto gpu = static_cast<GpuId>(id);
-    config.gpus.push_back(GpuConfig{gpu, default_mac_for_gpu(gpu), 0, config.default_rights});
+    config.gpus.push_back(
+        GpuConfig{gpu, default_mac_for_gpu(gpu), 0, config.default_rights, {}, {}});
   }
   for (const auto& [id, override] : overrides) {
     if (id >= config.gpu_count) {

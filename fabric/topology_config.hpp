@@ -24,6 +24,11 @@ struct GpuConfig {
   MacAddr mac;
   std::uint16_t partition = 0;
   Rights export_rights = kRightAll;
+  // Socket transports: the interface this GPU's node opens, and the network namespace it is
+  // in. Empty: the veth `ethx up`/`ethx bench` create (ethx-<tag>-n<id> in its namespace). A
+  // real NIC (e.g. "enp3s0", netns "" = the host's) puts the node on a real Ethernet switch.
+  std::string interface;
+  std::string netns;
 };
 
 struct TopologyConfig {

@@ -1,18 +1,25 @@
 // ethx-switch: the ETH-X-style switch as a process. Creates the fabric's shared-memory port
 // region (or, with --transport afxdp|afpacket, opens one socket per port on its veths in the
-// switch's network namespace), forwards frames between the nodes from one thread, and on exit
-// writes its counters.
+// switch's network namespace), forwards frames between the nodes from one thread, and writes
+// its counters: on exit, and with --stats-interval-ms also while it runs (for `ethx status`).
+// On the socket transports `ethx bench` can switch it to the minimal forwarder it measures it
+// against (bare_forwarder.hpp), through the control region.
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "fabric/bare_forwarder.hpp"
 #include "fabric/control_region.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/netns_topology.hpp"
+#include "fabric/periodic_hook.hpp"
 #include "fabric/process_signals.hpp"
+#include "fabric/readiness_pipe.hpp"
 #include "fabric/shm_switch_runtime.hpp"
 #include "fabric/socket_switch_runtime.hpp"
 #include "fabric/socket_transport.hpp"
@@ -23,103 +30,172 @@ namespace po = boost::program_options;
 
 namespace {
 
-int run(int argc, char** argv) {
+struct SwitchOptions {
   std::string fabric;
   std::string config_path;
   std::string stats_path;
+  std::int64_t stats_interval_ms = 0;
   std::string transport = "shm";
   std::string netns_tag;
   unsigned gpus = 0;
+  int ready_fd = -1;
   bool stop_with_parent = false;
-  po::options_description options("ethx-switch options");
-  options.add_options()("help", "show this help")("fabric", po::value(&fabric)->required(),
-                                                  "fabric instance name")(
-      "config", po::value(&config_path), "topology file (default: the embedded default)")(
-      "gpus", po::value(&gpus), "override fabric.gpus")(
-      "stats-file", po::value(&stats_path), "write per-port counters as JSON here on exit")(
-      "stop-with-parent", po::bool_switch(&stop_with_parent), "exit when the parent exits")(
-      "transport", po::value(&transport), "shm (default) | afxdp | afpacket")(
-      "netns-tag", po::value(&netns_tag),
+};
+
+// Readers (`ethx status`) never see a half-written file: write a sibling, then rename.
+void write_atomically(const std::string& path, const nlohmann::json& value) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << value.dump(2) << "\n";
+  }
+  std::error_code ignored;
+  std::filesystem::rename(temporary, path, ignored);
+}
+
+nlohmann::json socket_counters_json(std::vector<std::unique_ptr<ethx::FrameSocket>>& sockets,
+                                    bool refresh_kernel) {
+  nlohmann::json list = nlohmann::json::array();
+  for (auto& socket : sockets) {
+    if (refresh_kernel) socket->refresh_kernel_counters();
+    const ethx::FrameSocketCounters& c = socket->counters();
+    list.push_back({{"interface", socket->interface_name()},
+                    {"rx_frames", c.rx_frames},
+                    {"tx_frames", c.tx_frames},
+                    {"tx_ring_full", c.tx_ring_full},
+                    {"tx_too_large", c.tx_too_large},
+                    {"rx_too_large", c.rx_too_large},
+                    {"rx_kernel_drops", c.rx_kernel_drops}});
+  }
+  return list;
+}
+
+int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& topology,
+                   pid_t parent_pid) {
+  if (options.netns_tag.empty()) {
+    throw std::invalid_argument("--transport " + options.transport + " needs --netns-tag");
+  }
+  if (std::string error =
+          ethx::check_privileges(ethx::privilege_needs(options.transport), "ethx-switch");
+      !error.empty()) {
+    throw std::runtime_error(error);
+  }
+  const std::string ns = ethx::netns::switch_namespace(options.netns_tag);
+  std::vector<std::unique_ptr<ethx::FrameSocket>> sockets;
+  std::vector<ethx::FrameSocket*> ports;
+  // Veths cannot back-pressure a sender: a burst the switch thread cannot drain at once must
+  // fit its receive rings. Deep rings for small fabrics (8192 frames per port, 32 MiB UMEM),
+  // the default 2048 from 32 ports on, so the pinned memory stays bounded.
+  const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
+                                       : topology.gpu_count <= 16 ? 4096
+                                                                  : 2048;
+  for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
+    sockets.push_back(ethx::open_frame_socket(options.transport, ns,
+                                              ethx::netns::switch_interface(options.netns_tag, gpu),
+                                              ethx::SocketRole::kSwitchPort, receive_frames));
+    ports.push_back(sockets.back().get());
+  }
+
+  ethx::SocketSwitchRuntime runtime(topology, ports);
+  ethx::BareForwarder forwarder(topology, ports);
+  auto snapshot = [&](bool refresh_kernel) {
+    nlohmann::json stats = ethx::switch_stats_json(runtime.core());
+    stats["sockets"] = socket_counters_json(sockets, refresh_kernel);
+    const ethx::BareForwarderCounters& bare = forwarder.counters();
+    stats["bare_forwarder"] = {{"forwarded", bare.forwarded},
+                               {"unknown_destination", bare.unknown_destination},
+                               {"egress_full", bare.egress_full}};
+    stats["pid"] = ::getpid();
+    write_atomically(options.stats_path, stats);
+  };
+  if (options.stats_interval_ms > 0 && !options.stats_path.empty()) {
+    runtime.set_periodic(
+        ethx::PeriodicHook([&] { snapshot(false); }, options.stats_interval_ms * 1'000'000));
+  }
+  // `ethx bench` switches between the ethx switch core and the bare forwarder through the
+  // control region, on these same sockets, to measure the switch against its baseline.
+  std::optional<ethx::ControlRegion> control;
+  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(options.fabric))) {
+    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(options.fabric)));
+  }
+  auto requested_mode = [&] { return control ? control->header().switch_mode.load() : 0u; };
+  ethx::notify_ready(options.ready_fd);
+  while (!ethx::g_stop_requested.load()) {
+    const std::uint32_t mode = requested_mode();
+    if (control) {
+      control->header().switch_mode_active.store(mode);
+      ethx::shm::ring(control->header().coordinator_bell);
+    }
+    auto leave = [&] { return ethx::g_stop_requested.load() || requested_mode() != mode; };
+    if (mode == static_cast<std::uint32_t>(ethx::SwitchMode::kBareForwarder)) {
+      forwarder.run(leave);
+    } else {
+      runtime.run(leave);
+    }
+  }
+  // Nobody reads the counters once the parent is gone (killed): leave no file behind then,
+  // unless the file is the live snapshot of a detached fabric (`ethx up`).
+  const bool parent_alive = ::getppid() == parent_pid;
+  if (!options.stats_path.empty() && (parent_alive || options.stats_interval_ms > 0)) {
+    snapshot(true);
+  }
+  return 0;
+}
+
+int run_on_shared_memory(const SwitchOptions& options, const ethx::TopologyConfig& topology,
+                         pid_t parent_pid) {
+  auto region = ethx::shm::ShmFabricRegion::create(ethx::switch_region_name(options.fabric),
+                                                   static_cast<std::uint32_t>(topology.gpu_count));
+  ethx::ShmSwitchRuntime runtime(topology, region);
+  auto snapshot = [&] {
+    nlohmann::json stats = ethx::switch_stats_json(runtime.core());
+    stats["pid"] = ::getpid();
+    write_atomically(options.stats_path, stats);
+  };
+  if (options.stats_interval_ms > 0 && !options.stats_path.empty()) {
+    runtime.set_periodic(ethx::PeriodicHook(snapshot, options.stats_interval_ms * 1'000'000));
+  }
+  ethx::notify_ready(options.ready_fd);
+  runtime.run(ethx::g_stop_requested);
+  const bool parent_alive = ::getppid() == parent_pid;
+  if (!options.stats_path.empty() && (parent_alive || options.stats_interval_ms > 0)) snapshot();
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  SwitchOptions options;
+  po::options_description description("ethx-switch options");
+  description.add_options()("help", "show this help")(
+      "fabric", po::value(&options.fabric)->required(), "fabric instance name")(
+      "config", po::value(&options.config_path), "topology file (default: the embedded default)")(
+      "gpus", po::value(&options.gpus), "override fabric.gpus")(
+      "stats-file", po::value(&options.stats_path), "write per-port counters as JSON here")(
+      "stats-interval-ms", po::value(&options.stats_interval_ms),
+      "also rewrite the stats file while running, at most this often (after changes)")(
+      "stop-with-parent", po::bool_switch(&options.stop_with_parent), "exit when the parent exits")(
+      "transport", po::value(&options.transport), "shm (default) | afxdp | afpacket")(
+      "netns-tag", po::value(&options.netns_tag),
       "socket transports: the run's tag; port i is veth ethx-<tag>-s<i> in namespace "
-      "ethx-<tag>-sw");
+      "ethx-<tag>-sw")("ready-fd", po::value(&options.ready_fd),
+                       "write \"ready\" to this inherited descriptor once forwarding");
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, options), vm);
+  po::store(po::parse_command_line(argc, argv, description), vm);
   if (vm.count("help")) {
-    std::cout << options << "\n";
+    std::cout << description << "\n";
     return 0;
   }
   po::notify(vm);
-  ethx::install_stop_signals(stop_with_parent);
+  ethx::install_stop_signals(options.stop_with_parent);
   const pid_t parent_pid = ::getppid();
 
-  ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
-  if (!ethx::valid_transport(transport)) {
-    throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
+  const ethx::TopologyConfig topology = ethx::load_topology(options.config_path, options.gpus);
+  if (!ethx::valid_transport(options.transport)) {
+    throw std::invalid_argument("--transport " + options.transport +
+                                ": use shm, afxdp or afpacket");
   }
-  if (ethx::is_socket_transport(transport)) {
-    if (netns_tag.empty())
-      throw std::invalid_argument("--transport " + transport + " needs --netns-tag");
-    if (std::string error = ethx::check_privileges(ethx::privilege_needs(transport), "ethx-switch");
-        !error.empty()) {
-      throw std::runtime_error(error);
-    }
-    const std::string ns = ethx::netns::switch_namespace(netns_tag);
-    std::vector<std::unique_ptr<ethx::FrameSocket>> sockets;
-    std::vector<ethx::FrameSocket*> ports;
-    // Veths cannot back-pressure a sender: a burst the switch thread cannot drain at once must
-    // fit its receive rings. Deep rings for small fabrics (8192 frames per port, 32 MiB UMEM),
-    // the default 2048 from 32 ports on, so the pinned memory stays bounded.
-    const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
-                                         : topology.gpu_count <= 16 ? 4096
-                                                                    : 2048;
-    for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-      sockets.push_back(ethx::open_frame_socket(transport, ns,
-                                                ethx::netns::switch_interface(netns_tag, gpu),
-                                                ethx::SocketRole::kSwitchPort, receive_frames));
-      ports.push_back(sockets.back().get());
-    }
-    ethx::SocketSwitchRuntime runtime(topology, ports);
-    // Tell the coordinator the ports are open (it waits for this before starting nodes).
-    if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
-      auto control = ethx::ControlRegion::attach(ethx::control_region_name(fabric));
-      control.header().switch_pid.store(::getpid());
-      ethx::shm::ring(control.header().coordinator_bell);
-    }
-    runtime.run(ethx::g_stop_requested);
-    const bool parent_alive = ::getppid() == parent_pid;
-    if (!stats_path.empty() && parent_alive) {
-      nlohmann::json stats = ethx::switch_stats_json(runtime.core());
-      nlohmann::json sockets_json = nlohmann::json::array();
-      for (auto& socket : sockets) {
-        socket->refresh_kernel_counters();
-        const ethx::FrameSocketCounters& c = socket->counters();
-        sockets_json.push_back({{"interface", socket->interface_name()},
-                                {"rx_frames", c.rx_frames},
-                                {"tx_frames", c.tx_frames},
-                                {"tx_ring_full", c.tx_ring_full},
-                                {"tx_too_large", c.tx_too_large},
-                                {"rx_too_large", c.rx_too_large},
-                                {"rx_kernel_drops", c.rx_kernel_drops}});
-      }
-      stats["sockets"] = sockets_json;
-      std::ofstream out(stats_path);
-      out << stats.dump(2) << "\n";
-    }
-    return 0;
-  }
-  auto region = ethx::shm::ShmFabricRegion::create(ethx::switch_region_name(fabric),
-                                                   static_cast<std::uint32_t>(topology.gpu_count));
-  region.header().switch_pid.store(::getpid());
-  ethx::ShmSwitchRuntime runtime(topology, region);
-  runtime.run(ethx::g_stop_requested);
-
-  // Nobody reads the counters once the parent is gone (killed): leave no file behind then.
-  const bool parent_alive = ::getppid() == parent_pid;
-  if (!stats_path.empty() && parent_alive) {
-    std::ofstream out(stats_path);
-    out << ethx::switch_stats_json(runtime.core()).dump(2) << "\n";
-  }
-  return 0;
+  return ethx::is_socket_transport(options.transport)
+             ? run_on_sockets(options, topology, parent_pid)
+             : run_on_shared_memory(options, topology, parent_pid);
 }
 
 }  // namespace

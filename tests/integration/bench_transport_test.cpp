@@ -20,9 +20,9 @@
 #include <thread>
 
 #include "fabric/child_process.hpp"
+#include "fabric/fabric_launcher.hpp"
 #include "fabric/netns_topology.hpp"
 #include "fabric/privileges.hpp"
-#include "fabric/shm_fabric_launcher.hpp"
 #include "fabric/socket_transport.hpp"
 #include "tests/integration/cli_test_support.hpp"
 
@@ -111,6 +111,15 @@ TEST_P(BenchTransport, QuickRunVerifiesDataReportsTheTransportAndLeavesNothing) 
   for (const char* size : {"64", "256", "1024", "4096"}) {
     EXPECT_GT(report["store_bandwidth_gbps"][size].get<double>(), 0.0) << size;
   }
+  // The baselines measured in the same run: raw transport, bare forwarder echo and rate.
+  EXPECT_GT(report["raw_pingpong_ns"]["p50"].get<std::int64_t>(), 0);
+  EXPECT_GT(report["switch_echo_rtt_ns"]["p50"].get<std::int64_t>(), 0);
+  for (const char* size : {"64", "1500"}) {
+    EXPECT_GT(report["switch_mpps"][size].get<double>(), 0.0) << size;
+    EXPECT_GT(report["bare_forwarder_mpps"][size].get<double>(), 0.0) << size;
+  }
+  EXPECT_EQ(report["forwarding_frames_lost"], 0);
+  EXPECT_GT(report["switch"]["bare_forwarder"]["forwarded"].get<std::uint64_t>(), 0u);
   std::smatch match;
   ASSERT_TRUE(std::regex_search(progress, match, std::regex("fabric b([0-9]+)"))) << progress;
   const auto pid = static_cast<pid_t>(std::stol(match[1].str()));

@@ -113,3 +113,22 @@ TEST(TopologyConfigTest, ResizeKeepsOverridesOfGpusThatRemainAndRejectsBadCounts
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+TEST(TopologyConfigTest, AGpuCanNameARealInterfaceAndNamespace) {
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 2\n[[gpu]]\nid = 1\ninterface = \"enp3s0f1\"\nnetns = \"rack\"\n", "t");
+  EXPECT_EQ(config.gpus[1].interface, "enp3s0f1");
+  EXPECT_EQ(config.gpus[1].netns, "rack");
+  EXPECT_EQ(config.gpus[0].interface, "");  // the default: the veth ethx creates
+  EXPECT_NE(error_of("[[gpu]]\nid = 0\ninterface = \"a-name-far-too-long\"\n")
+                .find("gpu[0].interface: must be an interface name"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[gpu]]\nid = 0\nnetns = \"../x\"\n").find("gpu[0].netns"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ethx

@@ -1,0 +1,305 @@
+#include "fabric/fabric_launcher.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "fabric/fabric_names.hpp"
+#include "fabric/process_identity.hpp"
+#include "fabric/process_signals.hpp"
+#include "fabric/readiness_pipe.hpp"
+#include "fabric/socket_transport.hpp"
+
+namespace ethx {
+namespace {
+
+constexpr std::int64_t kStartTimeoutNs = 30'000'000'000;
+constexpr std::int64_t kPollSliceNs = 100'000'000;
+constexpr const char* kRunRecordDirectory = "/run/ethx/bench";
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::vector<std::string> reap_stale_bench_runs() {
+  std::vector<std::string> removed;
+  std::error_code error;
+  if (!std::filesystem::is_directory(kRunRecordDirectory, error)) return removed;
+  for (const auto& entry : std::filesystem::directory_iterator(kRunRecordDirectory, error)) {
+    const std::string tag = entry.path().filename().string();
+    if (!netns::valid_tag(tag)) continue;
+    std::ifstream in(entry.path());
+    long pid = 0;
+    std::string start_time;
+    in >> pid >> start_time;
+    if (pid > 0 && same_process_running(static_cast<pid_t>(pid), start_time)) {
+      continue;  // its coordinator still runs
+    }
+    for (std::string& name : netns::cleanup_by_prefix(netns::run_prefix(tag))) {
+      removed.push_back(std::move(name));
+    }
+    std::filesystem::remove(entry.path(), error);
+  }
+  return removed;
+}
+
+FabricLauncher::FabricLauncher(std::string fabric_name, std::string config_path,
+                               TopologyConfig topology, LaunchOptions options)
+    : fabric_name_(std::move(fabric_name)),
+      config_path_(std::move(config_path)),
+      topology_(std::move(topology)),
+      options_(std::move(options)) {
+  if (is_socket_transport(options_.transport) && options_.netns_tag.empty()) {
+    options_.netns_tag = bench_tag(::getpid());
+  }
+  if (options_.stats_path.empty()) {
+    options_.stats_path = (std::filesystem::temp_directory_path() /
+                           (std::string(kNamePrefix) + fabric_name_ + "-switch-stats.json"))
+                              .string();
+  }
+}
+
+FabricLauncher::~FabricLauncher() {
+  if (detached_) return;
+  if (!stopped_) {
+    try {
+      stop();
+    } catch (...) {
+      // Destructors must not throw; the files are removed below regardless.
+    }
+  }
+  remove_files();
+  remove_socket_topology();
+}
+
+std::vector<std::string> FabricLauncher::shared_memory_names() const {
+  std::vector<std::string> names = {control_region_name(fabric_name_)};
+  if (!is_socket_transport(options_.transport)) names.push_back(switch_region_name(fabric_name_));
+  for (std::size_t gpu = 0; gpu < topology_.gpu_count; ++gpu) {
+    names.push_back(hbm_file_name(fabric_name_, static_cast<GpuId>(gpu)));
+  }
+  return names;
+}
+
+void FabricLauncher::write_run_record() {
+  // Detached fabrics are recorded by `ethx up` in their run directory instead.
+  if (!run_record_.empty() || options_.detached) return;
+  for (const std::string& name : reap_stale_bench_runs()) {
+    std::cerr << "ethx: removed " << name << ", left by an earlier run that was killed\n";
+  }
+  std::error_code error;
+  std::filesystem::create_directories(kRunRecordDirectory, error);
+  run_record_ = std::string(kRunRecordDirectory) + "/" + options_.netns_tag;
+  std::ofstream record(run_record_);
+  record << ::getpid() << " " << process_start_time(::getpid()) << "\n";
+}
+
+RawPingPongResult FabricLauncher::measure_raw_pingpong(std::uint32_t rounds,
+                                                       std::uint32_t samples_per_round) {
+  write_run_record();
+  const unsigned mtu = static_cast<unsigned>(topology_.frame_bytes_max) - 14;
+  return ethx::measure_raw_pingpong(options_.transport, options_.netns_tag, mtu, rounds,
+                                    samples_per_round);
+}
+
+void FabricLauncher::create_network() {
+  if (veths_ || !is_socket_transport(options_.transport)) return;
+  write_run_record();
+  const unsigned mtu = static_cast<unsigned>(topology_.frame_bytes_max) - 14;
+  veths_ = std::make_unique<netns::VethTopology>(
+      netns::star_topology(options_.netns_tag, topology_.gpu_count, mtu));
+}
+
+void FabricLauncher::remove_socket_topology() {
+  if (veths_) {
+    veths_->destroy();
+    if (!veths_->destroy_error().empty()) {
+      std::cerr << "ethx: cleanup: " << veths_->destroy_error() << "\n";
+    }
+    veths_.reset();
+  }
+  if (!run_record_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(run_record_, ignored);
+    run_record_.clear();
+  }
+}
+
+void FabricLauncher::remove_files() {
+  for (const std::string& name : shared_memory_names()) shm::SharedMemoryFile::remove(name);
+  shm::SharedMemoryFile::remove(switch_region_name(fabric_name_));
+  std::error_code ignored;
+  std::filesystem::remove(options_.stats_path, ignored);
+}
+
+ChildProcess FabricLauncher::spawn(const std::vector<std::string>& argv,
+                                   const std::string& log_name, int ready_fd) {
+  ChildProcess::SpawnOptions spawn_options;
+  spawn_options.inherit_fd = ready_fd;
+  if (options_.detached) {
+    spawn_options.new_session = true;
+    spawn_options.log_path = options_.log_directory + "/" + log_name + ".log";
+  }
+  ChildProcess child = ChildProcess::spawn(argv, spawn_options);
+  if (options_.on_spawn) options_.on_spawn(log_name, child.pid());
+  return child;
+}
+
+void FabricLauncher::start_switch() {
+  if (switch_process_) return;
+  const bool sockets = is_socket_transport(options_.transport);
+  if (sockets) create_network();
+  if (!control_) {
+    control_.emplace(ControlRegion::create(control_region_name(fabric_name_),
+                                           static_cast<std::uint32_t>(topology_.gpu_count)));
+  }
+  std::vector<std::string> args = {executable_directory() + "/ethx-switch", "--fabric",
+                                   fabric_name_,  "--gpus", std::to_string(topology_.gpu_count),
+                                   "--stats-file", options_.stats_path};
+  if (!config_path_.empty()) args.insert(args.end(), {"--config", config_path_});
+  if (sockets) {
+    args.insert(args.end(), {"--transport", options_.transport, "--netns-tag", options_.netns_tag});
+  }
+  args.insert(args.end(), {"--ready-fd", "3"});
+  if (options_.detached) {
+    args.insert(args.end(), {"--stats-interval-ms", "250"});
+  } else {
+    args.push_back("--stop-with-parent");
+  }
+  ReadinessPipe ready;
+  switch_process_ =
+      std::make_unique<ChildProcess>(spawn(args, "switch", ready.child_end()));
+  ready.close_child_end();
+  switch (ready.wait(kStartTimeoutNs)) {
+    case ReadinessPipe::Outcome::kReady:
+      break;
+    case ReadinessPipe::Outcome::kClosed:
+      switch_process_->wait_exit(2000);
+      throw std::runtime_error("ethx-switch exited during start (" +
+                               switch_process_->exit_description() + ")");
+    case ReadinessPipe::Outcome::kTimeout:
+      throw std::runtime_error("ethx-switch did not get ready within 30 s");
+  }
+  if (!sockets) region_.emplace(shm::ShmFabricRegion::attach(switch_region_name(fabric_name_)));
+}
+
+void FabricLauncher::start_nodes() {
+  if (!nodes_.empty()) return;
+  const std::string bin = executable_directory();
+  std::vector<std::string> common = {"--fabric", fabric_name_, "--gpus",
+                                     std::to_string(topology_.gpu_count)};
+  if (!config_path_.empty()) common.insert(common.end(), {"--config", config_path_});
+  if (is_socket_transport(options_.transport)) {
+    common.insert(common.end(),
+                  {"--transport", options_.transport, "--netns-tag", options_.netns_tag});
+  }
+  if (options_.detached) common.push_back("--detach");
+  for (std::size_t gpu = 0; gpu < topology_.gpu_count; ++gpu) {
+    std::vector<std::string> node_args = {bin + "/ethx-node", "--gpu", std::to_string(gpu)};
+    node_args.insert(node_args.end(), common.begin(), common.end());
+    nodes_.push_back(spawn(node_args, "node-" + std::to_string(gpu), -1));
+  }
+  auto all_ready = [this] {
+    for (std::uint32_t gpu = 0; gpu < control_->node_count(); ++gpu) {
+      if (control_->node(gpu).state.load() != static_cast<std::uint32_t>(NodeState::kReady)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const std::int64_t deadline = now_ns() + kStartTimeoutNs;
+  while (!all_ready()) {
+    check_alive();
+    if (now_ns() > deadline) throw std::runtime_error("the nodes did not get ready within 30 s");
+    waiter_.wait(control_->header().coordinator_bell, all_ready, kPollSliceNs);
+  }
+  // A fabric that ends with us needs no name in /dev/shm any more: nothing is left behind
+  // even if we are killed. A detached one keeps it for `ethx status` and `ethx bench --fabric`.
+  if (!options_.detached) control_->unlink_name();
+}
+
+void FabricLauncher::start() {
+  create_network();
+  start_switch();
+  start_nodes();
+}
+
+void FabricLauncher::set_switch_mode(SwitchMode mode) {
+  if (!is_socket_transport(options_.transport)) {
+    throw std::logic_error("set_switch_mode: only the socket transports have a bare forwarder");
+  }
+  ControlHeader& header = control_->header();
+  const auto wanted = static_cast<std::uint32_t>(mode);
+  header.switch_mode.store(wanted);
+  auto active = [&header, wanted] { return header.switch_mode_active.load() == wanted; };
+  const std::int64_t deadline = now_ns() + 5'000'000'000;
+  while (!active()) {
+    check_alive();
+    if (now_ns() > deadline) throw std::runtime_error("ethx-switch did not change its mode");
+    waiter_.wait(header.coordinator_bell, active, kPollSliceNs);
+  }
+}
+
+FabricClient& FabricLauncher::client() {
+  if (!client_) {
+    if (!control_) throw std::logic_error("FabricLauncher::client() before start()");
+    client_.emplace(*control_, region_ ? &*region_ : nullptr, [this] { check_alive(); });
+  }
+  return *client_;
+}
+
+void FabricLauncher::check_alive() {
+  if (g_stop_requested.load()) throw Interrupted();
+  if (switch_process_ && !switch_process_->running()) {
+    throw std::runtime_error("ethx-switch stopped unexpectedly (" +
+                             switch_process_->exit_description() + ")");
+  }
+  for (std::size_t gpu = 0; gpu < nodes_.size(); ++gpu) {
+    if (!nodes_[gpu].running()) {
+      throw std::runtime_error("ethx-node for GPU " + std::to_string(gpu) +
+                               " stopped unexpectedly (" + nodes_[gpu].exit_description() + ")");
+    }
+  }
+}
+
+nlohmann::json FabricLauncher::stop() {
+  stopped_ = true;
+  for (std::size_t gpu = 0; gpu < nodes_.size(); ++gpu) {
+    if (nodes_[gpu].running() && control_) client().post_exit(static_cast<GpuId>(gpu));
+  }
+  for (ChildProcess& node : nodes_) {
+    if (!node.wait_exit(5000)) node.terminate();
+  }
+  nlohmann::json stats;
+  if (switch_process_) {
+    switch_process_->terminate();
+    std::ifstream in(options_.stats_path);
+    if (in) stats = nlohmann::json::parse(in, nullptr, false);
+    if (stats.is_discarded()) stats = nullptr;
+  }
+  remove_files();
+  remove_socket_topology();
+  return stats;
+}
+
+DetachedProcesses FabricLauncher::detach() {
+  if (!switch_process_ || nodes_.empty()) throw std::logic_error("detach() before start()");
+  DetachedProcesses processes;
+  processes.switch_pid = switch_process_->release();
+  for (ChildProcess& node : nodes_) processes.node_pids.push_back(node.release());
+  if (control_) control_->keep_name();
+  if (veths_) veths_->release();
+  veths_.reset();
+  detached_ = true;
+  return processes;
+}
+
+}  // namespace ethx

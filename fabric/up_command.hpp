@@ -1,0 +1,39 @@
+// `ethx up`, `ethx status`, `ethx down`: a fabric that keeps running between commands, so that
+// users (and later VMs) can attach to it, recorded in a run directory (run_state.hpp).
+//
+// `ethx up` returns (exit 0) once the switch forwards and every node is ready. Running it again
+// for a name that is up is refused (exit 1, naming the fabric); for a name whose processes
+// are all gone (killed, machine crashed) it first removes those remains, says so, and starts
+// afresh. docs/operations.md describes all three commands.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ethx {
+
+struct UpOptions {
+  std::string name = "default";
+  std::size_t gpus = 0;  // 0: from the topology
+  std::string transport = "shm";
+  std::string config_path;
+  bool quiet = false;
+};
+int run_up(const UpOptions& options);
+
+struct DownOptions {
+  std::string name = "default";
+  bool all = false;  // every fabric with a run directory
+  bool quiet = false;
+};
+int run_down(const DownOptions& options);
+
+struct StatusOptions {
+  std::string name = "default";
+  bool json = false;
+};
+// Exit status: 0 when everything recorded runs, 1 when something has died, 3 when no such
+// fabric is up.
+int run_status(const StatusOptions& options);
+
+}  // namespace ethx
