@@ -161,9 +161,9 @@ void FabricLauncher::start_switch() {
     control_.emplace(ControlRegion::create(control_region_name(fabric_name_),
                                            static_cast<std::uint32_t>(topology_.gpu_count)));
   }
-  std::vector<std::string> args = {executable_directory() + "/ethx-switch", "--fabric",
-                                   fabric_name_,  "--gpus", std::to_string(topology_.gpu_count),
-                                   "--stats-file", options_.stats_path};
+  std::vector<std::string> args = {
+      executable_directory() + "/ethx-switch", "--fabric",     fabric_name_,       "--gpus",
+      std::to_string(topology_.gpu_count),     "--stats-file", options_.stats_path};
   if (!config_path_.empty()) args.insert(args.end(), {"--config", config_path_});
   if (sockets) {
     args.insert(args.end(), {"--transport", options_.transport, "--netns-tag", options_.netns_tag});
@@ -175,8 +175,7 @@ void FabricLauncher::start_switch() {
     args.push_back("--stop-with-parent");
   }
   ReadinessPipe ready;
-  switch_process_ =
-      std::make_unique<ChildProcess>(spawn(args, "switch", ready.child_end()));
+  switch_process_ = std::make_unique<ChildProcess>(spawn(args, "switch", ready.child_end()));
   ready.close_child_end();
   switch (ready.wait(kStartTimeoutNs)) {
     case ReadinessPipe::Outcome::kReady:
