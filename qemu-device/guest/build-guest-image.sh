@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Builds the guest image the ethx VMs boot: Debian's kernel as an uncompressed ELF vmlinux
+# (QEMU boots it through PVH, skipping the decompressor) and a busybox initramfs with /init and
+# the static guest tools. Nothing is installed on the host; everything is cached, outside the
+# repository, in ${ETHX_CACHE:-$HOME/.cache/ethx}/guest/ (docs/guest-image.md).
+#
+#   qemu-device/guest/build-guest-image.sh [--tools DIR]   build or update; the last two lines
+#                                                          of stdout are vmlinux and initramfs
+#   qemu-device/guest/build-guest-image.sh --print-paths   only print them (fails if not built)
+#   qemu-device/guest/build-guest-image.sh --clean ...     remove the cached image first
+#
+# --tools DIR: where the static guest tools are (default: $ETHX_GUEST_TOOLS_DIR or build/bin).
+# $ETHX_GUEST_MODULES: the kernel modules (with their dependencies) put into the image.
+# A second run downloads nothing and rebuilds the initramfs only when one of its inputs
+# (guest tools, /init, busybox, module set, this script) changed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cache="${ETHX_CACHE:-$HOME/.cache/ethx}/guest"
+tools_dir="${ETHX_GUEST_TOOLS_DIR:-$repo/build/bin}"
+guest_tools=(ethx-guest)
+# NICs for the next stages and Soft-RoCE (crc32_generic: rdma_rxe needs it, modinfo does not
+# say so); together about 0.6 MB of the compressed initramfs.
+modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic}"
+vmlinux="$cache/vmlinux"
+initramfs="$cache/initramfs.cpio.gz"
+
+say() { printf '==> guest image: %s\n' "$*" >&2; }
+die() { printf 'qemu-device/guest/build-guest-image.sh: %s\n' "$*" >&2; exit 1; }
+
+print_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tools) [ $# -ge 2 ] || die "--tools needs a directory"; tools_dir="$2"; shift 2 ;;
+    --print-paths) print_only=1; shift ;;
+    --clean) say "removing $cache"; rm -rf "$cache"; shift ;;
+    *) die "unknown argument '$1' (see the comment at the top of the script)" ;;
+  esac
+done
+
+if [ "$print_only" -eq 1 ]; then
+  if [ ! -f "$vmlinux" ] || [ ! -f "$initramfs" ]; then
+    die "no guest image in $cache; build it with qemu-device/guest/build-guest-image.sh"
+  fi
+  echo "$vmlinux"; echo "$initramfs"; exit 0
+fi
+
+# Host tools, checked by package so a missing one fails here with its name.
+needed=(busybox-static cpio python3 binutils gzip dpkg apt)
+missing=()
+for pkg in "${needed[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing host packages: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    die "cannot install: ${missing[*]} (apt-get failed)"
+fi
+busybox=/bin/busybox
+"$busybox" --list >/dev/null 2>&1 || die "$busybox does not run (package busybox-static)"
+readelf -l "$busybox" | grep -q INTERP && die "$busybox is not static (install busybox-static)"
+
+for tool in "${guest_tools[@]}"; do
+  [ -x "$tools_dir/$tool" ] || die "no guest tool $tools_dir/$tool; build it first
+  (cmake --build build --target ${guest_tools[*]}), or pass --tools DIR"
+  readelf -l "$tools_dir/$tool" | grep -q INTERP &&
+    die "$tools_dir/$tool is dynamically linked; the guest has no libraries"
+done
+mkdir -p "$cache"
+
+# --- kernel: the package linux-image-amd64 depends on, e.g. linux-image-6.1.0-28-amd64 ---
+kernel_package() {
+  apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}'
+}
+kpkg="${ETHX_GUEST_KERNEL_PACKAGE:-$(kernel_package)}"
+if [ -z "$kpkg" ]; then
+  say "apt knows no linux-image-amd64; running apt-get update"
+  if [ "$(id -u)" -eq 0 ]; then apt-get update -qq >/dev/null 2>&1 || true; fi
+  kpkg="$(kernel_package)"
+  [ -n "$kpkg" ] || die "cannot find the kernel package (apt-cache depends linux-image-amd64 \
+names no linux-image-6.1.0-N-amd64); run apt-get update, or set ETHX_GUEST_KERNEL_PACKAGE"
+fi
+kdir="$cache/$kpkg"
+mkdir -p "$kdir"
+shopt -s nullglob
+debs=("$kdir/${kpkg}"_*.deb)
+if [ "${#debs[@]}" -eq 0 ]; then
+  say "downloading $kpkg (about 70 MB; kept in $kdir)"
+  # Sandbox::User=root: the cache may be root-owned; apt still verifies the package's hash.
+  (cd "$kdir" && apt-get download -qq -o APT::Sandbox::User=root "$kpkg") ||
+    die "apt-get download $kpkg failed"
+fi
+debs=("$kdir/${kpkg}"_*.deb)
+[ "${#debs[@]}" -gt 0 ] || die "apt-get download left no ${kpkg}_*.deb in $kdir"
+deb="$(printf '%s\n' "${debs[@]}" | sort -V | tail -n 1)"
+shopt -u nullglob
+kver="${kpkg#linux-image-}"
+if [ ! -f "$kdir/vmlinux" ]; then
+  say "extracting the kernel from $(basename "$deb")"
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$kdir" "./boot/vmlinuz-$kver" "./boot/config-$kver" ||
+    die "$deb has no boot/vmlinuz-$kver"
+  python3 "$here/extract-vmlinux.py" "$kdir/boot/vmlinuz-$kver" "$kdir/vmlinux"
+fi
+if [ ! -f "$kdir/modules/chosen" ] || [ "$(cat "$kdir/modules/chosen")" != "$modules" ]; then
+  say "copying kernel modules out of the package: ${modules:-none}"
+  rm -rf "$kdir/modules"
+  # shellcheck disable=SC2086  # one module name per word
+  python3 "$here/kernel-modules.py" "$deb" "$kdir/modules" $modules >/dev/null
+  echo "$modules" > "$kdir/modules/chosen"
+fi
+ln -sfn "$kpkg/vmlinux" "$vmlinux"
+
+# --- initramfs: rebuilt only when an input changed ---
+# Contents only, so that the same tools reached through another path change nothing.
+inputs="$(for f in "$here/init" "$here/build-guest-image.sh" "$busybox" "${guest_tools[@]/#/$tools_dir/}"; do
+            echo "$(sha256sum < "$f" | cut -d' ' -f1) $(basename "$f")"; done
+          echo "$kpkg $modules")"
+if [ -f "$initramfs" ] && [ "$(cat "$cache/initramfs.inputs" 2>/dev/null)" = "$inputs" ]; then
+  say "initramfs up to date"
+else
+  say "building the initramfs"
+  staging="$(mktemp -d "$cache/initramfs.XXXXXX")"
+  trap 'rm -rf "$staging"' EXIT
+  mkdir -p "$staging"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,root,etc,lib}
+  cp "$busybox" "$staging/bin/busybox"
+  for applet in $("$busybox" --list-full); do
+    [ -e "$staging/$applet" ] || ln -s /bin/busybox "$staging/$applet"
+  done
+  install -m 0755 "$here/init" "$staging/init"
+  for tool in "${guest_tools[@]}"; do
+    strip -o "$staging/usr/bin/$tool" "$tools_dir/$tool"  # symbols stay in the build tree
+  done
+  [ -d "$kdir/modules/lib/modules" ] && cp -a "$kdir/modules/lib/modules" "$staging/lib/"
+  (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort |
+     cpio -o -H newc -R 0:0 --quiet | gzip -9 > "$initramfs.tmp")
+  mv "$initramfs.tmp" "$initramfs"
+  echo "$inputs" > "$cache/initramfs.inputs"
+  rm -rf "$staging"; trap - EXIT
+fi
+say "kernel $kver: $(du -h "$kdir/vmlinux" | cut -f1) vmlinux; initramfs $(du -h "$initramfs" | cut -f1)"
+echo "$vmlinux"
+echo "$initramfs"
