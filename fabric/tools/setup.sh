@@ -40,6 +40,16 @@ build_sanitizers() {
   cmake --build "$repo/build-asan" -j "$jobs" --target ethx_unit_tests
 }
 
+# QEMU with the ethx-gpu device and the guest image, both cached outside the repository
+# (${ETHX_CACHE:-~/.cache/ethx}): the first run builds QEMU (~4 min on 2 cores) and downloads
+# the guest kernel package; later runs only recompile what changed.
+build_vm_prerequisites() {
+  say "QEMU with the ethx-gpu device (qemu-device/build-qemu.sh)"
+  "$repo/qemu-device/build-qemu.sh" >/dev/null
+  say "guest kernel and initramfs (qemu-device/guest/build-guest-image.sh)"
+  "$repo/qemu-device/guest/build-guest-image.sh" --tools "$repo/build/bin" >/dev/null
+}
+
 case "$mode" in
   deps) install_packages ;;
   build) install_packages; build_release ;;
@@ -52,6 +62,7 @@ case "$mode" in
   test)
     install_packages
     build_release
+    build_vm_prerequisites
     build_sanitizers
     say "unit tests under ASan/UBSan"
     (cd "$repo/build-asan" && ctest -L unit --output-on-failure -j "$jobs")
