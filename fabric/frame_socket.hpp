@@ -110,7 +110,7 @@ class SocketNodePort final : public NodePort {
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
 
   // Ends a blocked wait() from another thread (e.g. to stop a serving node).
-  void interrupt();
+  void interrupt() override;
   FrameSocket& socket() { return *socket_; }
   const shm::WaitStats& wait_stats() const { return waiter_.stats(); }
 

@@ -33,6 +33,8 @@ class NodePort {
   // Waits adaptively (spin, yield, block) until a frame arrives, `also_ready()` holds or
   // `timeout_ns` passes.
   virtual void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) = 0;
+  // Ends a wait() at once, from any thread (e.g. a vCPU handing the node work).
+  virtual void interrupt() = 0;
 };
 
 }  // namespace ethx

@@ -23,6 +23,7 @@ class ShmNodePort final : public NodePort {
   void kick() override;
   std::size_t receive(std::size_t max, FrameSink& sink) override;
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
+  void interrupt() override { shm::ring(channel_.node_bell); }
 
   const shm::WaitStats& wait_stats() const { return waiter_.stats(); }
   shm::Doorbell& node_bell() { return channel_.node_bell; }
