@@ -68,6 +68,8 @@ case "$mode" in
     (cd "$repo/build-asan" && ctest -L unit --output-on-failure -j "$jobs")
     say "all tests (Release)"
     (cd "$repo/build" && ctest --output-on-failure -j "$jobs")
+    say "fuzz targets (clang, ASan + UBSan), 15 s each (docs/fuzzing.md)"
+    "$repo/fabric/tools/run-fuzzers.sh" 15
     ;;
   *) echo "usage: $0 run|test|deps|build" >&2; exit 2 ;;
 esac
