@@ -125,7 +125,7 @@ struct GpuDevice::Impl {
   std::deque<std::shared_ptr<Request>> pending;
   std::unordered_map<OpId, Target> in_flight;
   std::optional<CopyJob> copy;
-  std::vector<Segment> segments;
+  std::vector<bool> written_since_flush;  // by GPU: posted writes a flush_all must cover
 
   std::atomic<bool> copy_busy{false};
   std::mutex copy_mutex;
@@ -173,6 +173,7 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
     impl_->port = std::make_unique<ShmNodePort>(*impl_->region, options.gpu);
   }
   impl_->node = std::make_unique<NodeRuntime>(topology_, self_, hbm(), *impl_->port);
+  impl_->written_since_flush.assign(topology_.gpu_count, false);
   service_ = std::thread([this] { serve(); });
 }
 
@@ -227,6 +228,7 @@ DeviceResult GpuDevice::load(std::uint64_t window_addr, unsigned width) {
   ++impl_->loads;
   DeviceResult error;
   error.fault_addr = window_addr;
+  error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
   auto request = std::make_shared<Request>();
   if (!valid_width(width)) {
     error.status = DeviceStatus::kBadWidth;
@@ -245,6 +247,7 @@ DeviceResult GpuDevice::store(std::uint64_t window_addr, unsigned width, std::ui
   ++impl_->stores;
   DeviceResult error;
   error.fault_addr = window_addr;
+  error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
   auto request = std::make_shared<Request>();
   if (!valid_width(width)) {
     error.status = DeviceStatus::kBadWidth;
@@ -266,6 +269,7 @@ DeviceResult GpuDevice::atomic(AtomicOp op, std::uint64_t window_addr, unsigned 
   ++impl_->atomics;
   DeviceResult error;
   error.fault_addr = window_addr;
+  error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
   auto request = std::make_shared<Request>();
   if (width != 4 && width != 8) {
     error.status = DeviceStatus::kBadWidth;
@@ -350,6 +354,7 @@ void GpuDevice::issue_one(Request& request) {
       }
       std::byte data[8];
       std::memcpy(data, &request.value, request.width);
+      impl_->written_since_flush[request.dst] = true;
       impl_->node->endpoint().requester().write_posted(request.dst, request.remote,
                                                        std::span(data, request.width),
                                                        monotonic_now_ns(), impl_->node->effects());
@@ -448,7 +453,8 @@ void GpuDevice::issue_requests() {
       case Request::Kind::kFlushAll: {
         request->flushes_left = 0;
         for (std::size_t gpu = 0; gpu < topology_.gpu_count; ++gpu) {
-          if (gpu == self_) continue;
+          if (!impl_->written_since_flush[gpu]) continue;
+          impl_->written_since_flush[gpu] = false;
           const OpId id = requester.flush(static_cast<GpuId>(gpu), now, node.effects());
           impl_->in_flight.emplace(id, Impl::Target{Impl::Target::Kind::kRequest, request, 0});
           ++request->flushes_left;

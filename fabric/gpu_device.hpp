@@ -101,7 +101,8 @@ class GpuDevice {
   // copy is already running (one at a time).
   using CopyDone = std::function<void(const DeviceResult&)>;
   bool start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done);
-  // Waits for every store queued so far to be performed at its target (a fabric flush).
+  // Waits until every store queued so far is performed at its target: a fabric flush to
+  // each GPU written to since the previous flush_all.
   DeviceResult flush_all();
 
   GpuDeviceCounters counters() const;

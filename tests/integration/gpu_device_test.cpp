@@ -1,0 +1,197 @@
+// GpuDevice, the emulated GPU behind the QEMU device, on a real shared-memory fabric in this
+// process (the switch runtime on a thread): window loads, stores and atomics of every width
+// between devices, the device's own window, address errors and timeouts (all-ones, the fault
+// address), concurrent callers, and the copy engine with verified data.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "fabric/fabric_names.hpp"
+#include "fabric/gpu_device.hpp"
+#include "fabric/shm_fabric_region.hpp"
+#include "fabric/shm_switch_runtime.hpp"
+
+namespace ethx {
+namespace {
+
+constexpr std::uint64_t kAperture = 4ull << 20;  // = hbm_bytes: GPU k's window at k * 4 MiB
+constexpr std::size_t kGpus = 4;                 // GPU 3 never joins: requests to it time out
+
+class GpuDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fabric_ = "devtest" + std::to_string(::getpid());
+    config_path_ = std::filesystem::temp_directory_path() / (fabric_ + ".toml");
+    std::ofstream(config_path_) << "[fabric]\ngpus = 4\nhbm_bytes = 4194304\n"
+                                   "aperture_bytes = 4194304\nrequest_timeout_ns = 100000000\n";
+    topology_ = load_topology(config_path_.string());
+    region_.emplace(shm::ShmFabricRegion::create(switch_region_name(fabric_), kGpus));
+    switch_ = std::make_unique<ShmSwitchRuntime>(topology_, *region_);
+    switch_thread_ = std::thread([this] { switch_->run(stop_switch_); });
+    for (GpuId gpu = 0; gpu < 3; ++gpu) {
+      GpuDeviceOptions options;
+      options.fabric = fabric_;
+      options.gpu = gpu;
+      options.config_path = config_path_.string();
+      devices_.push_back(std::make_unique<GpuDevice>(options));
+    }
+  }
+  void TearDown() override {
+    devices_.clear();
+    stop_switch_.store(true);
+    shm::ring(region_->header().switch_bell);
+    if (switch_thread_.joinable()) switch_thread_.join();
+    std::filesystem::remove(config_path_);
+  }
+  static std::uint64_t window(GpuId gpu, std::uint64_t offset) { return gpu * kAperture + offset; }
+
+  std::string fabric_;
+  std::filesystem::path config_path_;
+  TopologyConfig topology_;
+  std::optional<shm::ShmFabricRegion> region_;
+  std::unique_ptr<ShmSwitchRuntime> switch_;
+  std::atomic<bool> stop_switch_{false};
+  std::thread switch_thread_;
+  std::vector<std::unique_ptr<GpuDevice>> devices_;
+};
+
+TEST_F(GpuDeviceTest, StoresAndLoadsOfEveryWidthReachTheTargetsMemory) {
+  GpuDevice& gpu0 = *devices_[0];
+  GpuDevice& gpu1 = *devices_[1];
+  EXPECT_EQ(gpu0.window_bytes(), 16ull << 20);  // 4 windows of 4 MiB, a power of two
+  const std::uint64_t values[] = {0xab, 0xbeef, 0xdeadbeef, 0x0123456789abcdef};
+  const unsigned widths[] = {1, 2, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    const std::uint64_t offset = 0x1000 + 16 * i;
+    ASSERT_EQ(gpu0.store(window(1, offset), widths[i], values[i]).status, DeviceStatus::kOk);
+    const DeviceResult back = gpu0.load(window(1, offset), widths[i]);  // ordered after the store
+    ASSERT_EQ(back.status, DeviceStatus::kOk) << to_string(back.status);
+    EXPECT_EQ(back.value, values[i]) << "width " << widths[i];
+    std::uint64_t in_memory = 0;
+    std::memcpy(&in_memory, gpu1.hbm().data() + offset, widths[i]);
+    EXPECT_EQ(in_memory, values[i]) << "width " << widths[i];
+  }
+  // Bytes written into GPU 1's memory directly (its HBM BAR) are what GPU 0 loads.
+  const std::uint64_t direct = 0x1122334455667788;
+  std::memcpy(gpu1.hbm().data() + 0x2000, &direct, 8);
+  EXPECT_EQ(gpu0.load(window(1, 0x2000), 8).value, direct);
+  EXPECT_GT(gpu1.counters().served_requests, 0u);
+}
+
+TEST_F(GpuDeviceTest, ItsOwnWindowIsServedFromItsMemory) {
+  GpuDevice& gpu2 = *devices_[2];
+  ASSERT_EQ(gpu2.store(window(2, 64), 4, 0xcafef00d).status, DeviceStatus::kOk);
+  EXPECT_EQ(gpu2.load(window(2, 64), 4).value, 0xcafef00du);
+  std::uint32_t in_memory = 0;
+  std::memcpy(&in_memory, gpu2.hbm().data() + 64, 4);
+  EXPECT_EQ(in_memory, 0xcafef00du);
+  EXPECT_EQ(gpu2.atomic(AtomicOp::kFetchAdd, window(2, 128), 8, 5, 0).value, 0u);
+  EXPECT_EQ(gpu2.load(window(2, 128), 8).value, 5u);
+}
+
+TEST_F(GpuDeviceTest, BadAccessesFailWithAllOnesAndTheFaultAddress) {
+  GpuDevice& gpu0 = *devices_[0];
+  const DeviceResult outside = gpu0.load(gpu0.window_bytes() + 8, 8);
+  EXPECT_EQ(outside.status, DeviceStatus::kOutOfWindow);
+  EXPECT_EQ(outside.value, ~std::uint64_t{0});
+  EXPECT_EQ(outside.fault_addr, gpu0.window_bytes() + 8);
+  EXPECT_EQ(gpu0.load(window(1, 0), 3).status, DeviceStatus::kBadWidth);
+  EXPECT_EQ(gpu0.atomic(AtomicOp::kSwap, window(1, 0), 2, 1, 0).status, DeviceStatus::kBadWidth);
+  EXPECT_EQ(gpu0.store(kAperture * kGpus + 4, 4, 1).status, DeviceStatus::kOutOfWindow);
+  // A straddling access has no single target.
+  EXPECT_EQ(gpu0.load(window(2, 0) - 4, 8).status, DeviceStatus::kOutOfWindow);
+  // GPU 3 never joined: the engine's timeout ends the wait.
+  const DeviceResult lost = gpu0.load(window(3, 0), 8);
+  EXPECT_EQ(lost.status, DeviceStatus::kTimeout);
+  EXPECT_EQ(lost.value, ~std::uint64_t{0});
+  EXPECT_EQ(lost.fault_addr, window(3, 0));
+  EXPECT_GE(gpu0.counters().timeouts, 1u);
+  EXPECT_GE(gpu0.counters().errors, 5u);
+  // Still serving afterwards.
+  ASSERT_EQ(gpu0.store(window(1, 8), 8, 42).status, DeviceStatus::kOk);
+  EXPECT_EQ(gpu0.load(window(1, 8), 8).value, 42u);
+}
+
+TEST_F(GpuDeviceTest, ConcurrentAtomicsFromTwoDevicesAndThreadsAreEachPerformedOnce) {
+  constexpr int kPerThread = 300;
+  const std::uint64_t counter = window(2, 0x3000);
+  std::vector<std::uint64_t> olds[4];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      GpuDevice& device = *devices_[t % 2];  // GPU 0 and GPU 1, two vCPUs each
+      for (int i = 0; i < kPerThread; ++i) {
+        const DeviceResult result = device.atomic(AtomicOp::kFetchAdd, counter, 8, 1, 0);
+        if (result.status == DeviceStatus::kOk) olds[t].push_back(result.value);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<std::uint64_t> seen;
+  for (const auto& list : olds) seen.insert(list.begin(), list.end());
+  EXPECT_EQ(seen.size(), 4u * kPerThread);  // every old value exactly once
+  EXPECT_EQ(*seen.rbegin(), 4u * kPerThread - 1);
+  EXPECT_EQ(devices_[0]->load(counter, 8).value, 4u * kPerThread);
+  // Compare-and-swap: succeeds once, then reports the current value.
+  EXPECT_EQ(devices_[1]->atomic(AtomicOp::kCompareSwap, counter, 8, 7, 4 * kPerThread).value,
+            4u * kPerThread);
+  EXPECT_EQ(devices_[1]->atomic(AtomicOp::kCompareSwap, counter, 8, 9, 4 * kPerThread).value, 7u);
+}
+
+TEST_F(GpuDeviceTest, StoresFromManyThreadsAreAllVisibleAfterFlushAll) {
+  constexpr int kStores = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kStores; ++i) {
+        const std::uint64_t offset = 0x10000 + (t * kStores + i) * 8;
+        devices_[0]->store(window(1, offset), 8, offset ^ 0x5555);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  ASSERT_EQ(devices_[0]->flush_all().status, DeviceStatus::kOk);
+  int wrong = 0;
+  for (int i = 0; i < 2 * kStores; ++i) {
+    const std::uint64_t offset = 0x10000 + i * 8;
+    std::uint64_t value = 0;
+    std::memcpy(&value, devices_[1]->hbm().data() + offset, 8);
+    wrong += value != (offset ^ 0x5555);
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST_F(GpuDeviceTest, CopyEngineMovesAMebibyteBetweenOtherGpusAndReportsErrors) {
+  constexpr std::uint64_t kBytes = 1 << 20;
+  std::span<std::byte> source = devices_[1]->hbm();
+  for (std::uint64_t i = 0; i < kBytes; ++i) source[i] = std::byte((i * 131 + 7) & 0xff);
+  std::promise<DeviceResult> finished;
+  ASSERT_TRUE(devices_[0]->start_copy(window(1, 0), window(2, 0x100000), kBytes,
+                                      [&](const DeviceResult& r) { finished.set_value(r); }));
+  const DeviceResult result = finished.get_future().get();
+  ASSERT_EQ(result.status, DeviceStatus::kOk) << to_string(result.status);
+  EXPECT_EQ(std::memcmp(devices_[2]->hbm().data() + 0x100000, source.data(), kBytes), 0);
+  EXPECT_EQ(devices_[0]->counters().copies, 1u);
+  EXPECT_EQ(devices_[0]->counters().copy_bytes, kBytes);
+
+  // Into its own memory, from a GPU that never answers: a timeout, reported once.
+  std::promise<DeviceResult> failed;
+  ASSERT_TRUE(devices_[0]->start_copy(window(3, 0), window(0, 0), 64 << 10,
+                                      [&](const DeviceResult& r) { failed.set_value(r); }));
+  const DeviceResult error = failed.get_future().get();
+  EXPECT_EQ(error.status, DeviceStatus::kTimeout);
+  EXPECT_GE(error.fault_addr, window(3, 0));
+  EXPECT_LT(error.fault_addr, window(3, 64 << 10));
+}
+
+}  // namespace
+}  // namespace ethx
