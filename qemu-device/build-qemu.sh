@@ -58,12 +58,27 @@ if [ ! -f "$src/configure" ]; then
   [ -f "$src/configure" ] || die "unpacked tree has no configure script"
 fi
 
+# The device links ethx's C API and the libraries under it: one archive and a file of linker
+# flags from ethx's own CMake build (target ethx_device_archive), which must come first.
+ethx_build="${ETHX_BUILD_DIR:-$repo/build}"
+device_lib="$ethx_build/lib"
+[ -f "$device_lib/libethx_device.a" ] && [ -f "$device_lib/ethx_device_link.txt" ] ||
+  die "$device_lib/libethx_device.a is missing: build ethx first (fabric/tools/setup.sh build, or cmake --build build --target ethx_device_archive; ETHX_BUILD_DIR names another build tree)"
+
 # Hook the device in (idempotent): its sources are symlinked so edits only recompile it.
 ln -sf "$repo/qemu-device/qemu/ethx_gpu.c" "$src/hw/misc/ethx_gpu.c"
+ln -sf "$repo/fabric/ethx_gpu_api.h" "$src/hw/misc/ethx_gpu_api.h"
+ln -sfn "$device_lib" "$src/hw/misc/ethx-device"
 grep -q "ETHX_GPU" "$src/hw/misc/Kconfig" ||
   printf '\nconfig ETHX_GPU\n    bool\n    default y if PCI_DEVICES\n    depends on PCI\n' >> "$src/hw/misc/Kconfig"
-grep -q "ethx_gpu.c" "$src/hw/misc/meson.build" ||
-  printf "softmmu_ss.add(when: 'CONFIG_ETHX_GPU', if_true: files('ethx_gpu.c'))\n" >> "$src/hw/misc/meson.build"
+if ! grep -q "ethx_device_dep" "$src/hw/misc/meson.build"; then
+  sed -i "/ethx_gpu.c/d" "$src/hw/misc/meson.build"  # the first stage's hook, without the library
+  cat >> "$src/hw/misc/meson.build" <<'MESON'
+ethx_device_flags = run_command('cat', meson.current_source_dir() / 'ethx-device' / 'ethx_device_link.txt', check: true).stdout().strip().split()
+ethx_device_dep = declare_dependency(link_args: [meson.current_source_dir() / 'ethx-device' / 'libethx_device.a'] + ethx_device_flags)
+softmmu_ss.add(when: 'CONFIG_ETHX_GPU', if_true: [files('ethx_gpu.c'), ethx_device_dep])
+MESON
+fi
 
 build="$src/build"
 if [ ! -f "$build/build.ninja" ]; then
@@ -72,6 +87,10 @@ if [ ! -f "$build/build.ninja" ]; then
   (cd "$build" && ../configure --target-list=x86_64-softmmu --disable-docs --disable-werror \
       --without-default-features --enable-kvm --enable-tcg --enable-slirp >/dev/null) ||
     die "configure failed; see $build/meson-logs/meson-log.txt"
+fi
+# ninja does not see the archive (it is a link argument): relink when it is newer.
+if [ -f "$build/qemu-system-x86_64" ] && [ "$device_lib/libethx_device.a" -nt "$build/qemu-system-x86_64" ]; then
+  rm -f "$build/qemu-system-x86_64"
 fi
 say "building qemu-system-x86_64 with $jobs jobs (first build: several minutes)"
 if ! ninja -C "$build" -j "$jobs" qemu-system-x86_64 2>&1 | tee "$cache/build.log" |

@@ -1,23 +1,32 @@
 /*
  * ethx-gpu: an emulated GPU whose memory other GPUs reach with loads and stores carried as
- * Ethernet frames (the ethx fabric emulator).
+ * Ethernet frames (the ethx fabric emulator). Register map: docs/register-map.md (version 2).
  *
- * This is the first stage of the device: one PCIe endpoint with its control BAR (BAR 0,
- * registers below, documented in docs/register-map.md). The local-memory BAR, the remote
- * window BAR, the copy engine and the link to ethx's address map and packet engine follow.
+ * BAR 0 control registers; BAR 2 this GPU's memory ("HBM"), RAM from the shared-memory file
+ * the fabric's completer serves; BAR 4 the remote window, whose every access goes through
+ * ethx's address map and packet engine (fabric/ethx_gpu_api.h, a C API over the C++ library).
+ * Window loads and atomics drop the big QEMU lock while they wait for the fabric; the copy
+ * engine completes on the library's service thread, which never takes the lock and hands the
+ * interrupt to a bottom half.
  *
- * Guest mistakes (unknown register, bad access size, write to a read-only register) are
- * logged with LOG_GUEST_ERROR and survived: reads return all-ones, writes are ignored.
+ * Guest mistakes (unknown register, bad access size, write to a read-only register, an access
+ * outside every window, a timeout) are logged with LOG_GUEST_ERROR and survived: reads return
+ * all-ones, writes are ignored, the error is latched with its address.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later (as QEMU, which this file is built into)
  */
 
 #include "qemu/osdep.h" /* must come first in every QEMU source file */
+#include "ethx_gpu_api.h"
+#include "hw/pci/msi.h"
 #include "hw/pci/pci.h"
 #include "hw/qdev-properties.h"
+#include "qapi/error.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qom/object.h"
+#include <sys/mman.h>
 
 #define TYPE_ETHX_GPU "ethx-gpu"
 OBJECT_DECLARE_SIMPLE_TYPE(EthxGpuState, ETHX_GPU)
@@ -30,32 +39,80 @@ OBJECT_DECLARE_SIMPLE_TYPE(EthxGpuState, ETHX_GPU)
 
 /* Control BAR registers (byte offsets). */
 enum {
-    ETHX_REG_IDENT = 0x00,      /* RO 32: 0x45544858 ("ETHX") */
-    ETHX_REG_VERSION = 0x04,    /* RO 32: register map version */
-    ETHX_REG_GPU_ID = 0x08,     /* RO 32: this GPU's id in the fabric */
-    ETHX_REG_STATUS = 0x0c,     /* RO 32: bit 0 fabric up, bit 1 error latched */
-    ETHX_REG_ERROR = 0x10,      /* RW1C 32: latched error bits */
-    ETHX_REG_FAULT_ADDR = 0x18, /* RO 64: window address of the first faulting access */
-    ETHX_REG_SCRATCH = 0x20,    /* RW 64: scratch, for guest tools to probe MMIO */
+    ETHX_REG_IDENT = 0x00,          /* RO 32: 0x45544858 ("ETHX") */
+    ETHX_REG_VERSION = 0x04,        /* RO 32: register map version */
+    ETHX_REG_GPU_ID = 0x08,         /* RO 32: this GPU's id in the fabric */
+    ETHX_REG_STATUS = 0x0c,         /* RO 32: bit 0 fabric up, 1 error latched, 2 copy busy */
+    ETHX_REG_ERROR = 0x10,          /* RW1C 32: latched error bits */
+    ETHX_REG_FAULT_ADDR = 0x18,     /* RO 64: address of the first faulting access */
+    ETHX_REG_SCRATCH = 0x20,        /* RW 64: scratch, for guest tools to probe MMIO */
+    ETHX_REG_GPU_COUNT = 0x28,      /* RO 32: GPUs in the fabric */
+    ETHX_REG_APERTURE_MIB = 0x2c,   /* RO 32: window bytes per GPU / 2^20 */
+    ETHX_REG_HBM_MIB = 0x30,        /* RO 32: BAR 2 bytes / 2^20 */
+    ETHX_REG_ATOMIC_ADDR = 0x40,    /* RW 64 */
+    ETHX_REG_ATOMIC_OPERAND = 0x48, /* RW 64 */
+    ETHX_REG_ATOMIC_COMPARE = 0x50, /* RW 64 */
+    ETHX_REG_ATOMIC_CMD = 0x58,     /* WO 32: bits 1:0 op, bits 11:8 width */
+    ETHX_REG_ATOMIC_RESULT = 0x60,  /* RO 64 */
+    ETHX_REG_ATOMIC_STATUS = 0x68,  /* RO 32 */
+    ETHX_REG_COPY_SRC = 0x80,       /* RW 64 */
+    ETHX_REG_COPY_DST = 0x88,       /* RW 64 */
+    ETHX_REG_COPY_LEN = 0x90,       /* RW 64 */
+    ETHX_REG_COPY_CMD = 0x98,       /* WO 32: bit 0 start, bit 1 MSI on completion */
+    ETHX_REG_COPY_STATUS = 0x9c,    /* RO 32: 0 idle 1 busy 2 done 3 failed (code in 15:8) */
+    ETHX_REG_COUNTERS = 0xc0,       /* RO 64 x 8: loads, stores, atomics, errors, timeouts,
+                                       served, copies, copy bytes */
+    ETHX_REG_COUNTERS_END = 0x100,
 };
 
 #define ETHX_IDENT 0x45544858u
-#define ETHX_REGISTER_MAP_VERSION 1u
+#define ETHX_REGISTER_MAP_VERSION 2u
 
 #define ETHX_STATUS_FABRIC_UP (1u << 0)
 #define ETHX_STATUS_ERROR (1u << 1)
+#define ETHX_STATUS_COPY_BUSY (1u << 2)
 
-/* ERROR register bits. */
-#define ETHX_ERROR_BAD_REGISTER (1u << 0) /* guest touched an unknown register */
+/* ERROR register bits; bits 1..6 are (1 << status code) of the C API. */
+#define ETHX_ERROR_BAD_REGISTER (1u << 0)
+#define ETHX_ERROR_NO_FABRIC (1u << 7)
+#define ETHX_ERROR_COPY_BUSY (1u << 8)
+
+enum { COPY_IDLE = 0, COPY_BUSY = 1, COPY_DONE = 2, COPY_FAILED = 3 };
 
 struct EthxGpuState {
     PCIDevice pdev;
     MemoryRegion ctrl;
+    MemoryRegion hbm;
+    MemoryRegion window;
 
-    uint32_t gpu_id; /* property gpu-id */
-    uint32_t error;  /* latched ERROR bits */
+    /* Properties. */
+    uint32_t gpu_id;
+    char *fabric;
+    char *transport;
+    char *netns_tag;
+    char *interface;
+    char *netns;
+    char *config;
+    uint32_t gpus;
+
+    ethx_gpu *gpu; /* NULL without a fabric */
+    void *hbm_ptr;
+    uint64_t hbm_bytes;
+
+    uint32_t error; /* latched ERROR bits */
     uint64_t fault_addr;
     uint64_t scratch;
+
+    uint64_t atomic_addr, atomic_operand, atomic_compare, atomic_result;
+    uint32_t atomic_status;
+
+    uint64_t copy_src, copy_dst, copy_len;
+    /* Written by the library's service thread, read by vCPUs and the bottom half. */
+    int copy_state;    /* COPY_* (atomic) */
+    int copy_code;     /* status code of the last copy */
+    uint64_t copy_fault;
+    bool copy_irq;
+    QEMUBH *copy_bh;
 };
 
 static void ethx_gpu_latch(EthxGpuState *s, uint32_t bit, uint64_t addr)
@@ -64,6 +121,41 @@ static void ethx_gpu_latch(EthxGpuState *s, uint32_t bit, uint64_t addr)
         s->fault_addr = addr;
     }
     s->error |= bit;
+}
+
+/* A failed fabric access: latch the error bit of its status code. */
+static void ethx_gpu_latch_status(EthxGpuState *s, int status, uint64_t addr, const char *what)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "ethx-gpu %u: %s at window address 0x%" PRIx64 ": %s\n",
+                  s->gpu_id, what, addr, ethx_gpu_status_name(status));
+    ethx_gpu_latch(s, status >= 1 && status <= 6 ? 1u << status : ETHX_ERROR_BAD_REGISTER, addr);
+}
+
+static uint64_t ethx_gpu_counter(EthxGpuState *s, unsigned index)
+{
+    ethx_gpu_counters c;
+    uint64_t values[8];
+
+    if (!s->gpu) {
+        return 0;
+    }
+    ethx_gpu_get_counters(s->gpu, &c);
+    values[0] = c.loads;
+    values[1] = c.stores;
+    values[2] = c.atomics;
+    values[3] = c.errors;
+    values[4] = c.timeouts;
+    values[5] = c.served_requests;
+    values[6] = c.copies;
+    values[7] = c.copy_bytes;
+    return values[index];
+}
+
+static uint32_t ethx_gpu_copy_status(EthxGpuState *s)
+{
+    int state = qatomic_load_acquire(&s->copy_state);
+
+    return (uint32_t)state | (state == COPY_FAILED ? (uint32_t)s->copy_code << 8 : 0);
 }
 
 static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
@@ -78,14 +170,42 @@ static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
     case ETHX_REG_GPU_ID:
         return s->gpu_id;
     case ETHX_REG_STATUS:
-        return s->error ? ETHX_STATUS_ERROR : 0;
+        return (s->gpu ? ETHX_STATUS_FABRIC_UP : 0) | (s->error ? ETHX_STATUS_ERROR : 0) |
+               (qatomic_read(&s->copy_state) == COPY_BUSY ? ETHX_STATUS_COPY_BUSY : 0);
     case ETHX_REG_ERROR:
         return s->error;
     case ETHX_REG_FAULT_ADDR:
         return s->fault_addr;
     case ETHX_REG_SCRATCH:
         return s->scratch;
+    case ETHX_REG_GPU_COUNT:
+        return s->gpu ? ethx_gpu_gpu_count(s->gpu) : 0;
+    case ETHX_REG_APERTURE_MIB:
+        return s->gpu ? ethx_gpu_aperture_bytes(s->gpu) >> 20 : 0;
+    case ETHX_REG_HBM_MIB:
+        return s->hbm_bytes >> 20;
+    case ETHX_REG_ATOMIC_ADDR:
+        return s->atomic_addr;
+    case ETHX_REG_ATOMIC_OPERAND:
+        return s->atomic_operand;
+    case ETHX_REG_ATOMIC_COMPARE:
+        return s->atomic_compare;
+    case ETHX_REG_ATOMIC_RESULT:
+        return s->atomic_result;
+    case ETHX_REG_ATOMIC_STATUS:
+        return s->atomic_status;
+    case ETHX_REG_COPY_SRC:
+        return s->copy_src;
+    case ETHX_REG_COPY_DST:
+        return s->copy_dst;
+    case ETHX_REG_COPY_LEN:
+        return s->copy_len;
+    case ETHX_REG_COPY_STATUS:
+        return ethx_gpu_copy_status(s);
     default:
+        if (addr >= ETHX_REG_COUNTERS && addr < ETHX_REG_COUNTERS_END && addr % 8 == 0) {
+            return ethx_gpu_counter(s, (addr - ETHX_REG_COUNTERS) / 8);
+        }
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ethx-gpu %u: read of unknown register 0x%" HWADDR_PRIx " (size %u)\n",
                       s->gpu_id, addr, size);
@@ -93,6 +213,129 @@ static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
         return UINT64_MAX;
     }
 }
+
+/* ATOMIC_CMD: one fabric atomic, performed now; the big lock is dropped while it waits. */
+static void ethx_gpu_atomic_doorbell(EthxGpuState *s, uint32_t command)
+{
+    uint64_t addr = s->atomic_addr, operand = s->atomic_operand, compare = s->atomic_compare;
+    uint64_t old_value = UINT64_MAX, fault = addr;
+    int op = command & 3, status;
+    unsigned width = (command >> 8) & 0xf;
+
+    if (!s->gpu) {
+        s->atomic_result = UINT64_MAX;
+        s->atomic_status = ETHX_GPU_UNREACHABLE;
+        ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, addr);
+        return;
+    }
+    qemu_mutex_unlock_iothread();
+    status = ethx_gpu_atomic(s->gpu, op, addr, width, operand, compare, &old_value, &fault);
+    qemu_mutex_lock_iothread();
+    s->atomic_result = old_value;
+    s->atomic_status = status;
+    if (status != ETHX_GPU_OK) {
+        ethx_gpu_latch_status(s, status, fault, "atomic");
+    }
+}
+
+/* Runs on the library's service thread: no big lock here, so only record and defer. */
+static void ethx_gpu_copy_finished(void *opaque, int status, uint64_t fault_addr)
+{
+    EthxGpuState *s = opaque;
+
+    s->copy_code = status;
+    s->copy_fault = fault_addr;
+    qatomic_store_release(&s->copy_state, status == ETHX_GPU_OK ? COPY_DONE : COPY_FAILED);
+    qemu_bh_schedule(s->copy_bh);
+}
+
+/* Bottom half, with the big lock: latch a copy's error and raise its interrupt. */
+static void ethx_gpu_copy_bh(void *opaque)
+{
+    EthxGpuState *s = opaque;
+
+    if (qatomic_load_acquire(&s->copy_state) == COPY_FAILED) {
+        ethx_gpu_latch_status(s, s->copy_code, s->copy_fault, "copy");
+    }
+    if (s->copy_irq && msi_enabled(&s->pdev)) {
+        msi_notify(&s->pdev, 0);
+    }
+}
+
+static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
+{
+    if (!(command & 1)) {
+        return;
+    }
+    if (!s->gpu) {
+        ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, s->copy_src);
+        return;
+    }
+    if (qatomic_read(&s->copy_state) == COPY_BUSY) {
+        ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
+        return;
+    }
+    s->copy_irq = (command & 2) != 0;
+    qatomic_set(&s->copy_state, COPY_BUSY);
+    if (ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s) != 0) {
+        qatomic_set(&s->copy_state, COPY_IDLE);
+        ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
+    }
+}
+
+/* BAR 4: a load waits for the fabric without holding the big lock. */
+static uint64_t ethx_gpu_window_read(void *opaque, hwaddr addr, unsigned size)
+{
+    EthxGpuState *s = opaque;
+    uint64_t value = UINT64_MAX, fault = addr;
+    int status;
+
+    if (!s->gpu) {
+        ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, addr);
+        return UINT64_MAX;
+    }
+    qemu_mutex_unlock_iothread();
+    status = ethx_gpu_load(s->gpu, addr, size, &value, &fault);
+    qemu_mutex_lock_iothread();
+    if (status != ETHX_GPU_OK) {
+        ethx_gpu_latch_status(s, status, fault, "load");
+        return UINT64_MAX;
+    }
+    return value;
+}
+
+/* Stores are posted: queued for the service thread, nothing to wait for. */
+static void ethx_gpu_window_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+{
+    EthxGpuState *s = opaque;
+    uint64_t fault = addr;
+    int status;
+
+    if (!s->gpu) {
+        ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, addr);
+        return;
+    }
+    status = ethx_gpu_store(s->gpu, addr, size, value, &fault);
+    if (status != ETHX_GPU_OK) {
+        ethx_gpu_latch_status(s, status, fault, "store");
+    }
+}
+
+static const MemoryRegionOps ethx_gpu_window_ops = {
+    .read = ethx_gpu_window_read,
+    .write = ethx_gpu_window_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid =
+        {
+            .min_access_size = 1,
+            .max_access_size = 8,
+        },
+    .impl =
+        {
+            .min_access_size = 1,
+            .max_access_size = 8,
+        },
+};
 
 static void ethx_gpu_ctrl_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
 {
@@ -108,12 +351,36 @@ static void ethx_gpu_ctrl_write(void *opaque, hwaddr addr, uint64_t value, unsig
     case ETHX_REG_SCRATCH:
         s->scratch = value;
         return;
+    case ETHX_REG_ATOMIC_ADDR:
+        s->atomic_addr = value;
+        return;
+    case ETHX_REG_ATOMIC_OPERAND:
+        s->atomic_operand = value;
+        return;
+    case ETHX_REG_ATOMIC_COMPARE:
+        s->atomic_compare = value;
+        return;
+    case ETHX_REG_ATOMIC_CMD:
+        ethx_gpu_atomic_doorbell(s, (uint32_t)value);
+        return;
+    case ETHX_REG_COPY_SRC:
+        s->copy_src = value;
+        return;
+    case ETHX_REG_COPY_DST:
+        s->copy_dst = value;
+        return;
+    case ETHX_REG_COPY_LEN:
+        s->copy_len = value;
+        return;
+    case ETHX_REG_COPY_CMD:
+        ethx_gpu_copy_doorbell(s, (uint32_t)value);
+        return;
     default:
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ethx-gpu %u: write 0x%" PRIx64 " to %s register 0x%" HWADDR_PRIx
                       " (size %u) ignored\n",
-                      s->gpu_id, value, addr < ETHX_REG_SCRATCH + 8 ? "read-only" : "unknown", addr,
-                      size);
+                      s->gpu_id, value, addr < ETHX_REG_COUNTERS_END ? "read-only" : "unknown",
+                      addr, size);
         ethx_gpu_latch(s, ETHX_ERROR_BAD_REGISTER, addr);
         return;
     }
@@ -138,10 +405,71 @@ static const MemoryRegionOps ethx_gpu_ctrl_ops = {
 static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
 {
     EthxGpuState *s = ETHX_GPU(pdev);
+    ethx_gpu_options options = {
+        .fabric = s->fabric,
+        .gpu_id = s->gpu_id,
+        .gpus = s->gpus,
+        .config_path = s->config,
+        .transport = s->transport,
+        .netns_tag = s->netns_tag,
+        .interface = s->interface,
+        .netns = s->netns,
+    };
+    char reason[512];
 
     memory_region_init_io(&s->ctrl, OBJECT(s), &ethx_gpu_ctrl_ops, s, "ethx-gpu-ctrl",
                           ETHX_GPU_CTRL_BAR_BYTES);
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->ctrl);
+    if (msi_init(pdev, 0, 1, true, false, errp) != 0) {
+        return;
+    }
+    if (!s->fabric || !*s->fabric) {
+        return; /* control BAR only: STATUS.FABRIC_UP stays 0 */
+    }
+    s->gpu = ethx_gpu_open(&options, reason, sizeof(reason));
+    if (!s->gpu) {
+        error_setg(errp, "ethx-gpu %u: cannot join fabric '%s': %s", s->gpu_id, s->fabric,
+                   reason);
+        return;
+    }
+    s->hbm_ptr = ethx_gpu_map_hbm(s->gpu, &s->hbm_bytes);
+    if (!s->hbm_ptr) {
+        error_setg(errp, "ethx-gpu %u: cannot map its memory", s->gpu_id);
+        ethx_gpu_close(s->gpu);
+        s->gpu = NULL;
+        return;
+    }
+    memory_region_init_ram_ptr(&s->hbm, OBJECT(s), "ethx-gpu-hbm", s->hbm_bytes, s->hbm_ptr);
+    pci_register_bar(pdev, 2,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                         PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->hbm);
+    memory_region_init_io(&s->window, OBJECT(s), &ethx_gpu_window_ops, s, "ethx-gpu-window",
+                          ethx_gpu_window_bytes(s->gpu));
+    pci_register_bar(pdev, 4,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                         PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->window);
+    s->copy_bh = qemu_bh_new(ethx_gpu_copy_bh, s);
+}
+
+static void ethx_gpu_exit(PCIDevice *pdev)
+{
+    EthxGpuState *s = ETHX_GPU(pdev);
+
+    if (s->gpu) {
+        ethx_gpu_close(s->gpu); /* joins the service thread: no copy callback after this */
+        s->gpu = NULL;
+    }
+    if (s->copy_bh) {
+        qemu_bh_delete(s->copy_bh);
+        s->copy_bh = NULL;
+    }
+    if (s->hbm_ptr) {
+        munmap(s->hbm_ptr, s->hbm_bytes);
+        s->hbm_ptr = NULL;
+    }
+    msi_uninit(pdev);
 }
 
 static void ethx_gpu_reset(DeviceState *dev)
@@ -151,10 +479,22 @@ static void ethx_gpu_reset(DeviceState *dev)
     s->error = 0;
     s->fault_addr = 0;
     s->scratch = 0;
+    s->atomic_addr = s->atomic_operand = s->atomic_compare = s->atomic_result = 0;
+    s->atomic_status = 0;
+    if (qatomic_read(&s->copy_state) != COPY_BUSY) {
+        qatomic_set(&s->copy_state, COPY_IDLE);
+    }
 }
 
 static Property ethx_gpu_properties[] = {
     DEFINE_PROP_UINT32("gpu-id", EthxGpuState, gpu_id, 0),
+    DEFINE_PROP_STRING("fabric", EthxGpuState, fabric),
+    DEFINE_PROP_STRING("transport", EthxGpuState, transport),
+    DEFINE_PROP_STRING("netns-tag", EthxGpuState, netns_tag),
+    DEFINE_PROP_STRING("interface", EthxGpuState, interface),
+    DEFINE_PROP_STRING("netns", EthxGpuState, netns),
+    DEFINE_PROP_STRING("config", EthxGpuState, config),
+    DEFINE_PROP_UINT32("gpus", EthxGpuState, gpus, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -164,6 +504,7 @@ static void ethx_gpu_class_init(ObjectClass *klass, void *data)
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
 
     k->realize = ethx_gpu_realize;
+    k->exit = ethx_gpu_exit;
     k->vendor_id = ETHX_GPU_VENDOR_ID;
     k->device_id = ETHX_GPU_DEVICE_ID;
     k->revision = 1;
