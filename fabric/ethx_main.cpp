@@ -69,7 +69,10 @@ int up(int argc, char** argv) {
       "transport", po::value(&options.transport)->default_value("shm"),
       "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
                                        "topology file (default: embedded)")(
-      "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");
+      "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
+      "vms", po::value(&options.vms), "GPUs 0.. live in this many QEMU VMs (docs/vms.md)")(
+      "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(2), "ethx-gpu devices per VM")(
+      "vm-append", po::value(&options.vm_append), "extra guest kernel command line");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   return ethx::run_up(options);

@@ -191,7 +191,7 @@ void FabricLauncher::start_switch() {
 }
 
 void FabricLauncher::start_nodes() {
-  if (!nodes_.empty()) return;
+  if (started_) return;
   const std::string bin = executable_directory();
   std::vector<std::string> common = {"--fabric", fabric_name_, "--gpus",
                                      std::to_string(topology_.gpu_count)};
@@ -201,11 +201,18 @@ void FabricLauncher::start_nodes() {
                   {"--transport", options_.transport, "--netns-tag", options_.netns_tag});
   }
   if (options_.detached) common.push_back("--detach");
-  for (std::size_t gpu = 0; gpu < topology_.gpu_count; ++gpu) {
+  const VmPlan& plan = options_.vms;
+  const VmFabric vm_fabric{fabric_name_, options_.transport,  options_.netns_tag,
+                           config_path_, topology_.gpu_count, options_.log_directory};
+  for (std::size_t vm = 0; vm < plan.count; ++vm) {
+    vms_.push_back(spawn(qemu_command(plan, vm, vm_fabric), "vm-" + std::to_string(vm), -1));
+  }
+  for (std::size_t gpu = plan.vm_gpus(); gpu < topology_.gpu_count; ++gpu) {
     std::vector<std::string> node_args = {bin + "/ethx-node", "--gpu", std::to_string(gpu)};
     node_args.insert(node_args.end(), common.begin(), common.end());
     nodes_.push_back(spawn(node_args, "node-" + std::to_string(gpu), -1));
   }
+  // A VM's devices report ready from QEMU's realize, before its guest boots.
   auto all_ready = [this] {
     for (std::uint32_t gpu = 0; gpu < control_->node_count(); ++gpu) {
       if (control_->node(gpu).state.load() != static_cast<std::uint32_t>(NodeState::kReady)) {
@@ -220,6 +227,7 @@ void FabricLauncher::start_nodes() {
     if (now_ns() > deadline) throw std::runtime_error("the nodes did not get ready within 30 s");
     waiter_.wait(control_->header().coordinator_bell, all_ready, kPollSliceNs);
   }
+  started_ = true;
   // A fabric that ends with us needs no name in /dev/shm any more: nothing is left behind
   // even if we are killed. A detached one keeps it for `ethx status` and `ethx bench --fabric`.
   if (!options_.detached) control_->unlink_name();
@@ -261,22 +269,34 @@ void FabricLauncher::check_alive() {
     throw std::runtime_error("ethx-switch stopped unexpectedly (" +
                              switch_process_->exit_description() + ")");
   }
-  for (std::size_t gpu = 0; gpu < nodes_.size(); ++gpu) {
-    if (!nodes_[gpu].running()) {
-      throw std::runtime_error("ethx-node for GPU " + std::to_string(gpu) +
-                               " stopped unexpectedly (" + nodes_[gpu].exit_description() + ")");
+  const std::size_t first_node = options_.vms.vm_gpus();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!nodes_[i].running()) {
+      throw std::runtime_error("ethx-node for GPU " + std::to_string(first_node + i) +
+                               " stopped unexpectedly (" + nodes_[i].exit_description() + ")");
+    }
+  }
+  // VMs may power off on their own (`ethx bench --vms`) once they are up; during start that is
+  // a failure (QEMU refused a device: its log says why).
+  for (std::size_t vm = 0; vm < vms_.size() && !started_; ++vm) {
+    if (!vms_[vm].running()) {
+      throw std::runtime_error("QEMU of VM " + std::to_string(vm) + " stopped during start (" +
+                               vms_[vm].exit_description() + "); see " + options_.log_directory +
+                               "/vm-" + std::to_string(vm) + ".log");
     }
   }
 }
 
 nlohmann::json FabricLauncher::stop() {
   stopped_ = true;
-  for (std::size_t gpu = 0; gpu < nodes_.size(); ++gpu) {
-    if (nodes_[gpu].running() && control_) client().post_exit(static_cast<GpuId>(gpu));
+  const std::size_t first_node = options_.vms.vm_gpus();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].running() && control_) client().post_exit(static_cast<GpuId>(first_node + i));
   }
   for (ChildProcess& node : nodes_) {
     if (!node.wait_exit(5000)) node.terminate();
   }
+  for (ChildProcess& vm : vms_) vm.terminate();
   nlohmann::json stats;
   if (switch_process_) {
     switch_process_->terminate();
@@ -290,10 +310,11 @@ nlohmann::json FabricLauncher::stop() {
 }
 
 DetachedProcesses FabricLauncher::detach() {
-  if (!switch_process_ || nodes_.empty()) throw std::logic_error("detach() before start()");
+  if (!switch_process_ || !started_) throw std::logic_error("detach() before start()");
   DetachedProcesses processes;
   processes.switch_pid = switch_process_->release();
   for (ChildProcess& node : nodes_) processes.node_pids.push_back(node.release());
+  for (ChildProcess& vm : vms_) processes.vm_pids.push_back(vm.release());
   if (control_) control_->keep_name();
   if (veths_) veths_->release();
   veths_.reset();

@@ -27,6 +27,7 @@
 #include "fabric/raw_pingpong.hpp"
 #include "fabric/shm_fabric_region.hpp"
 #include "fabric/topology_config.hpp"
+#include "fabric/vm_plan.hpp"
 
 namespace ethx {
 
@@ -47,6 +48,9 @@ struct LaunchOptions {
   std::string log_directory;
   // Where the switch writes its counters; empty: a file in the temporary directory.
   std::string stats_path;
+  // GPUs 0 .. vms.vm_gpus() − 1 are ethx-gpu devices in QEMU processes (vm_plan.hpp) instead
+  // of ethx-node processes; their serial consoles and logs go to log_directory.
+  VmPlan vms;
   // Called right after each process is started ("switch" or "node-<gpu>"), so `ethx up` can
   // record it before the next one starts: a killed `ethx up` leaves nothing unrecorded.
   std::function<void(const std::string& role, pid_t pid)> on_spawn;
@@ -56,6 +60,7 @@ struct LaunchOptions {
 struct DetachedProcesses {
   pid_t switch_pid = -1;
   std::vector<pid_t> node_pids;
+  std::vector<pid_t> vm_pids;
 };
 
 class FabricLauncher {
@@ -70,8 +75,10 @@ class FabricLauncher {
   // Starts the switch and waits until it forwards (readiness pipe). Nodes may come later:
   // on the socket transports the coordinator can use their veths meanwhile.
   void start_switch();
-  // Starts the nodes and waits until every one reported ready.
+  // Starts the nodes (and VMs) and waits until every GPU reported ready.
   void start_nodes();
+  // The QEMU processes of options.vms, in VM order (after start_nodes()).
+  std::vector<ChildProcess>& vms() { return vms_; }
   // create_network(), start_switch() and start_nodes().
   void start();
 
@@ -114,8 +121,10 @@ class FabricLauncher {
   std::optional<shm::ShmFabricRegion> region_;
   std::optional<FabricClient> client_;
   std::unique_ptr<ChildProcess> switch_process_;
-  std::vector<ChildProcess> nodes_;
+  std::vector<ChildProcess> nodes_;  // ethx-node processes, for GPUs vm_gpus() .. gpus − 1
+  std::vector<ChildProcess> vms_;
   shm::AdaptiveWaiter waiter_;
+  bool started_ = false;  // every GPU reported ready
   bool stopped_ = false;
   bool detached_ = false;
 };

@@ -1,5 +1,7 @@
 #include "fabric/gpu_device.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fabric/control_region.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/netns_topology.hpp"
 #include "fabric/node_runtime.hpp"
@@ -111,6 +114,7 @@ struct GpuDevice::Impl {
   };
 
   std::optional<shm::ShmFabricRegion> region;
+  std::optional<ControlRegion> control;  // the launcher's mailboxes: where "ready" is reported
   std::unique_ptr<NodePort> port;
   std::unique_ptr<NodeRuntime> node;
   AddressMap callers_map;  // read-only copy the submitting threads translate with
@@ -175,9 +179,23 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
   impl_->node = std::make_unique<NodeRuntime>(topology_, self_, hbm(), *impl_->port);
   impl_->written_since_flush.assign(topology_.gpu_count, false);
   service_ = std::thread([this] { serve(); });
+  // Tell whoever started the fabric (`ethx up --vms`) that this GPU serves now, as ethx-node
+  // does. Mailbox commands are not served: a VM's GPUs are driven from inside the guest.
+  if (shm::SharedMemoryFile::exists(control_region_name(options.fabric))) {
+    impl_->control.emplace(ControlRegion::attach(control_region_name(options.fabric)));
+    if (self_ < impl_->control->node_count()) {
+      NodeMailbox& box = impl_->control->node(self_);
+      box.pid.store(::getpid());
+      box.state.store(static_cast<std::uint32_t>(NodeState::kReady));
+      shm::ring(impl_->control->header().coordinator_bell);
+    }
+  }
 }
 
 GpuDevice::~GpuDevice() {
+  if (impl_->control && self_ < impl_->control->node_count()) {
+    impl_->control->node(self_).state.store(static_cast<std::uint32_t>(NodeState::kExited));
+  }
   impl_->stop.store(true);
   impl_->port->interrupt();
   if (service_.joinable()) service_.join();

@@ -18,6 +18,7 @@
 #include "fabric/run_state.hpp"
 #include "fabric/shm_file.hpp"
 #include "fabric/socket_transport.hpp"
+#include "fabric/vm_plan.hpp"
 
 namespace ethx {
 namespace {
@@ -104,7 +105,23 @@ int run_up(const UpOptions& options) {
     return 2;
   }
   RunDirectory directory(options.name);
-  const TopologyConfig topology = load_topology(options.config_path, options.gpus);
+  VmPlan vms;
+  vms.count = options.vms;
+  vms.gpus_per_vm = options.gpus_per_vm;
+  // Boot-time commands (ethx.run=...) print their results on the console: keep it in a file.
+  vms.serial_socket = options.vm_append.find("ethx.run=") == std::string::npos;
+  vms.kernel_args.assign(vms.count, options.vm_append);
+  std::size_t gpus = options.gpus;
+  if (vms.count > 0) {
+    locate_vm_image(vms);
+    if (gpus == 0) gpus = vms.vm_gpus();
+    if (gpus < vms.vm_gpus()) {
+      throw ConfigError("--gpus " + std::to_string(gpus) +
+                        " is fewer than --vms × --gpus-per-vm (" + std::to_string(vms.vm_gpus()) +
+                        ")");
+    }
+  }
+  const TopologyConfig topology = load_topology(options.config_path, gpus);
   directory.lock();
   if (const std::optional<RunState> earlier = directory.load()) {
     if (any_running(*earlier)) {
@@ -138,6 +155,7 @@ int run_up(const UpOptions& options) {
   launch.detached = true;
   launch.log_directory = directory.path();
   launch.stats_path = state.stats_file;
+  launch.vms = vms;
   if (is_socket_transport(transport)) {
     launch.netns_tag = netns::random_tag();
     state.netns_tag = launch.netns_tag;
@@ -176,6 +194,10 @@ int run_up(const UpOptions& options) {
   directory.save(state);
   std::cout << "ethx up: fabric '" << options.name << "' is up: " << topology.gpu_count
             << " GPUs over " << transport;
+  if (vms.count > 0) {
+    std::cout << " (" << vms.vm_gpus() << " in " << vms.count << " VMs; serial consoles "
+              << directory.path() << "/vm-<k>.sock)";
+  }
   if (!state.netns_tag.empty()) {
     std::cout << " (namespaces " << netns::run_prefix(state.netns_tag) << "*)";
   }

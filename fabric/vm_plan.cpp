@@ -1,0 +1,87 @@
+#include "fabric/vm_plan.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace ethx {
+
+void locate_vm_image(VmPlan& plan) {
+  auto env_or = [](const char* name, const std::string& fallback) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr && *value != '\0' ? value : fallback);
+  };
+  const char* home = std::getenv("HOME");
+  const std::string cache = env_or("ETHX_CACHE", std::string(home ? home : "") + "/.cache/ethx");
+  if (plan.qemu.empty())
+    plan.qemu = env_or("ETHX_QEMU", cache + "/qemu-7.2/src/build/qemu-system-x86_64");
+  if (plan.kernel.empty()) plan.kernel = env_or("ETHX_GUEST_KERNEL", cache + "/guest/vmlinux");
+  if (plan.initrd.empty()) {
+    plan.initrd = env_or("ETHX_GUEST_INITRD", cache + "/guest/initramfs.cpio.gz");
+  }
+  if (!std::filesystem::exists(plan.qemu)) {
+    throw std::runtime_error("no QEMU with the ethx-gpu device at " + plan.qemu +
+                             "; build it with qemu-device/build-qemu.sh (or set ETHX_QEMU)");
+  }
+  if (!std::filesystem::exists(plan.kernel) || !std::filesystem::exists(plan.initrd)) {
+    throw std::runtime_error("no guest image at " + plan.kernel + " / " + plan.initrd +
+                             "; build it with qemu-device/guest/build-guest-image.sh --tools "
+                             "build/bin (or set ETHX_GUEST_KERNEL, ETHX_GUEST_INITRD)");
+  }
+}
+
+std::string vm_serial_path(const std::string& log_directory, std::size_t vm) {
+  return log_directory + "/vm-" + std::to_string(vm) + ".serial";
+}
+
+std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const VmFabric& fabric) {
+  std::string append = "console=ttyS0 quiet panic=-1";
+  if (vm < plan.kernel_args.size() && !plan.kernel_args[vm].empty()) {
+    append += " " + plan.kernel_args[vm];
+  }
+  const std::string serial = plan.serial_socket
+                                 ? "unix:" + fabric.log_directory + "/vm-" + std::to_string(vm) +
+                                       ".sock,server=on,wait=off"
+                                 : "file:" + vm_serial_path(fabric.log_directory, vm);
+  std::vector<std::string> argv = {plan.qemu,
+                                   "-L",
+                                   "/usr/share/qemu",
+                                   "-L",
+                                   "/usr/share/seabios",
+                                   "-L",
+                                   "/usr/lib/ipxe/qemu",
+                                   "-accel",
+                                   "tcg",
+                                   "-machine",
+                                   "q35",
+                                   "-m",
+                                   std::to_string(plan.memory_mib),
+                                   "-smp",
+                                   "1",
+                                   "-nodefaults",
+                                   "-no-user-config",
+                                   "-display",
+                                   "none",
+                                   "-monitor",
+                                   "none",
+                                   "-serial",
+                                   serial,
+                                   "-no-reboot",
+                                   "-kernel",
+                                   plan.kernel,
+                                   "-initrd",
+                                   plan.initrd,
+                                   "-append",
+                                   append};
+  for (std::size_t i = 0; i < plan.gpus_per_vm; ++i) {
+    const std::size_t gpu = vm * plan.gpus_per_vm + i;
+    std::string device = "ethx-gpu,gpu-id=" + std::to_string(gpu) + ",fabric=" + fabric.fabric +
+                         ",transport=" + fabric.transport + ",gpus=" + std::to_string(fabric.gpus);
+    if (!fabric.netns_tag.empty()) device += ",netns-tag=" + fabric.netns_tag;
+    if (!fabric.config_path.empty()) device += ",config=" + fabric.config_path;
+    argv.insert(argv.end(), {"-device", device});
+  }
+  return argv;
+}
+
+}  // namespace ethx
