@@ -26,6 +26,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qom/object.h"
+#include "sysemu/sysemu.h"
 #include <sys/mman.h>
 
 #define TYPE_ETHX_GPU "ethx-gpu"
@@ -108,11 +109,12 @@ struct EthxGpuState {
 
     uint64_t copy_src, copy_dst, copy_len;
     /* Written by the library's service thread, read by vCPUs and the bottom half. */
-    int copy_state;    /* COPY_* (atomic) */
-    int copy_code;     /* status code of the last copy */
+    int copy_state; /* COPY_* (atomic) */
+    int copy_code;  /* status code of the last copy */
     uint64_t copy_fault;
     bool copy_irq;
     QEMUBH *copy_bh;
+    Notifier exit_notifier; /* QEMU does not unrealize devices when it exits */
 };
 
 static void ethx_gpu_latch(EthxGpuState *s, uint32_t bit, uint64_t addr)
@@ -277,7 +279,8 @@ static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
     }
     s->copy_irq = (command & 2) != 0;
     qatomic_set(&s->copy_state, COPY_BUSY);
-    if (ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s) != 0) {
+    if (ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s) !=
+        0) {
         qatomic_set(&s->copy_state, COPY_IDLE);
         ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
     }
@@ -402,6 +405,18 @@ static const MemoryRegionOps ethx_gpu_ctrl_ops = {
         },
 };
 
+/* Leave the fabric when QEMU exits (guest poweroff, SIGTERM): the library removes this GPU's
+ * memory file and tells the launcher the GPU is gone. */
+static void ethx_gpu_leave_fabric(Notifier *notifier, void *data)
+{
+    EthxGpuState *s = container_of(notifier, EthxGpuState, exit_notifier);
+
+    if (s->gpu) {
+        ethx_gpu_close(s->gpu);
+        s->gpu = NULL;
+    }
+}
+
 static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
 {
     EthxGpuState *s = ETHX_GPU(pdev);
@@ -428,8 +443,7 @@ static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
     }
     s->gpu = ethx_gpu_open(&options, reason, sizeof(reason));
     if (!s->gpu) {
-        error_setg(errp, "ethx-gpu %u: cannot join fabric '%s': %s", s->gpu_id, s->fabric,
-                   reason);
+        error_setg(errp, "ethx-gpu %u: cannot join fabric '%s': %s", s->gpu_id, s->fabric, reason);
         return;
     }
     s->hbm_ptr = ethx_gpu_map_hbm(s->gpu, &s->hbm_bytes);
@@ -451,12 +465,18 @@ static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
                          PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->window);
     s->copy_bh = qemu_bh_new(ethx_gpu_copy_bh, s);
+    s->exit_notifier.notify = ethx_gpu_leave_fabric;
+    qemu_add_exit_notifier(&s->exit_notifier);
 }
 
 static void ethx_gpu_exit(PCIDevice *pdev)
 {
     EthxGpuState *s = ETHX_GPU(pdev);
 
+    if (s->exit_notifier.notify) {
+        qemu_remove_exit_notifier(&s->exit_notifier);
+        s->exit_notifier.notify = NULL;
+    }
     if (s->gpu) {
         ethx_gpu_close(s->gpu); /* joins the service thread: no copy callback after this */
         s->gpu = NULL;
