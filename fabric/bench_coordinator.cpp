@@ -21,6 +21,7 @@
 #include "fabric/run_state.hpp"
 #include "fabric/socket_transport.hpp"
 #include "fabric/stats.hpp"
+#include "fabric/vm_bench.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {
@@ -427,6 +428,7 @@ int run_bench_attached(const BenchOptions& options) {
 
 int run_bench(const BenchOptions& options) {
   if (!options.fabric.empty()) return run_bench_attached(options);
+  if (options.vms > 0) return run_vm_bench(options);
   // Privileges first: before the topology file, any probe, namespace or process.
   std::string transport;
   try {

@@ -16,6 +16,10 @@ struct BenchOptions {
   bool quiet = false;  // no progress on stderr
   // Non-empty: run on the fabric `ethx up --name <fabric>` started instead of starting one.
   std::string fabric;
+  // Non-zero: the GPUs are ethx-gpu devices in this many QEMU VMs, and the benchmarks run in
+  // the guests (vm_bench.hpp).
+  std::size_t vms = 0;
+  std::size_t gpus_per_vm = 2;
 };
 
 // Returns the process exit status: non-zero on mismatches or unexpected errors.

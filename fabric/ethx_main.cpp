@@ -48,7 +48,10 @@ int bench(int argc, char** argv) {
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
       "fabric", po::value(&options.fabric),
-      "run on the fabric `ethx up --name NAME` started (its GPUs and transport)");
+      "run on the fabric `ethx up --name NAME` started (its GPUs and transport)")(
+      "vms", po::value(&options.vms),
+      "boot this many VMs whose ethx-gpu devices are the GPUs; benchmarks run in the guests")(
+      "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(2), "ethx-gpu devices per VM");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   if (!options.fabric.empty() &&
