@@ -62,6 +62,7 @@ ethx_gpu* ethx_gpu_open(const ethx_gpu_options* options, char* error, size_t err
     device_options.netns_tag = text(options->netns_tag);
     device_options.interface = text(options->interface);
     device_options.netns = text(options->netns);
+    device_options.ready_when_told = true;  // the guest writes GUEST_READY
     if (device_options.fabric.empty()) {
       report(error, error_bytes, "no fabric name given");
       return nullptr;
@@ -162,6 +163,14 @@ int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
   } catch (const std::exception& failure) {
     log_internal("copy", failure.what());
     return -1;
+  }
+}
+
+void ethx_gpu_guest_ready(ethx_gpu* gpu) {
+  try {
+    gpu->device->report_ready();
+  } catch (const std::exception& failure) {
+    log_internal("guest_ready", failure.what());
   }
 }
 

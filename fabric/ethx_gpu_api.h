@@ -72,6 +72,9 @@ typedef void (*ethx_gpu_copy_done)(void* opaque, int status, uint64_t fault_addr
 int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
                   ethx_gpu_copy_done done, void* opaque);
 
+/* The guest's tools are up: reported to whoever started the fabric (`ethx up --vms`). */
+void ethx_gpu_guest_ready(ethx_gpu* gpu);
+
 void ethx_gpu_get_counters(const ethx_gpu* gpu, ethx_gpu_counters* counters);
 const char* ethx_gpu_status_name(int status);
 

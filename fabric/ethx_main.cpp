@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  up       start a fabric that keeps running (docs/operations.md)\n"
     "  status   show a running fabric's processes and per-port counters\n"
     "  down     stop a running fabric and remove everything it made\n"
+    "  guest    run an ethx-guest command in a VM of a running fabric\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
     "run `ethx <command> --help` for its options\n";
@@ -93,6 +94,34 @@ int down(int argc, char** argv) {
   return ethx::run_down(options);
 }
 
+int guest(int argc, char** argv) {
+  ethx::GuestOptions options;
+  std::vector<std::string> arguments;
+  po::options_description description("ethx guest options (then the ethx-guest command)");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "vm", po::value(&options.vm)->default_value(0), "which VM")(
+      "timeout-s", po::value<std::int64_t>()->default_value(120), "give up after this long")(
+      "command", po::value(&arguments), "ethx-guest arguments, e.g. `list` or `status --gpu 1`");
+  po::positional_options_description positional;
+  positional.add("command", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(description).positional(positional).run(),
+            vm);
+  if (vm.count("help") || !vm.count("command")) {
+    std::cout << "usage: ethx guest [--name N] [--vm K] -- <ethx-guest arguments>\n"
+              << description << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  po::notify(vm);
+  options.timeout_ms = vm["timeout-s"].as<std::int64_t>() * 1000;
+  for (const std::string& argument : arguments) {
+    if (!options.arguments.empty()) options.arguments += " ";
+    options.arguments += argument;
+  }
+  return ethx::run_guest(options);
+}
+
 int status(int argc, char** argv) {
   ethx::StatusOptions options;
   po::options_description description("ethx status options");
@@ -150,6 +179,7 @@ int main(int argc, char** argv) {
     if (command == "up") return up(argc - 1, argv + 1);
     if (command == "down") return down(argc - 1, argv + 1);
     if (command == "status") return status(argc - 1, argv + 1);
+    if (command == "guest") return guest(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {

@@ -144,8 +144,8 @@ ChildProcess FabricLauncher::spawn(const std::vector<std::string>& argv,
                                    const std::string& log_name, int ready_fd) {
   ChildProcess::SpawnOptions spawn_options;
   spawn_options.inherit_fd = ready_fd;
-  if (options_.detached) {
-    spawn_options.new_session = true;
+  if (options_.detached) spawn_options.new_session = true;
+  if (!options_.log_directory.empty()) {
     spawn_options.log_path = options_.log_directory + "/" + log_name + ".log";
   }
   ChildProcess child = ChildProcess::spawn(argv, spawn_options);
@@ -213,18 +213,27 @@ void FabricLauncher::start_nodes() {
     nodes_.push_back(spawn(node_args, "node-" + std::to_string(gpu), -1));
   }
   // A VM's devices report ready from QEMU's realize, before its guest boots.
+  // A guest that ran its boot-time commands may have powered off already (its GPUs then
+  // report "exited"): it was ready.
   auto all_ready = [this] {
     for (std::uint32_t gpu = 0; gpu < control_->node_count(); ++gpu) {
-      if (control_->node(gpu).state.load() != static_cast<std::uint32_t>(NodeState::kReady)) {
-        return false;
-      }
+      const auto state = static_cast<NodeState>(control_->node(gpu).state.load());
+      const bool in_vm = gpu < options_.vms.vm_gpus();
+      if (state != NodeState::kReady && !(in_vm && state == NodeState::kExited)) return false;
     }
     return true;
   };
-  const std::int64_t deadline = now_ns() + kStartTimeoutNs;
+  // VMs boot their guest (under TCG several seconds each, slower with many VMs on 2 cores).
+  const std::int64_t deadline =
+      now_ns() + kStartTimeoutNs + static_cast<std::int64_t>(options_.vms.count) * 30'000'000'000;
   while (!all_ready()) {
     check_alive();
-    if (now_ns() > deadline) throw std::runtime_error("the nodes did not get ready within 30 s");
+    if (now_ns() > deadline) {
+      throw std::runtime_error("the GPUs did not all report ready in time" +
+                               std::string(options_.vms.count > 0
+                                               ? " (VM consoles: " + options_.log_directory + ")"
+                                               : ""));
+    }
     waiter_.wait(control_->header().coordinator_bell, all_ready, kPollSliceNs);
   }
   started_ = true;
@@ -279,10 +288,16 @@ void FabricLauncher::check_alive() {
   // VMs may power off on their own (`ethx bench --vms`) once they are up; during start that is
   // a failure (QEMU refused a device: its log says why).
   for (std::size_t vm = 0; vm < vms_.size() && !started_; ++vm) {
-    if (!vms_[vm].running()) {
+    bool reported = true;
+    for (std::size_t i = 0; i < options_.vms.gpus_per_vm; ++i) {
+      const std::size_t gpu = vm * options_.vms.gpus_per_vm + i;
+      reported = reported && control_->node(static_cast<std::uint32_t>(gpu)).state.load() !=
+                                 static_cast<std::uint32_t>(NodeState::kStarting);
+    }
+    if (!reported && !vms_[vm].running()) {
       throw std::runtime_error("QEMU of VM " + std::to_string(vm) + " stopped during start (" +
                                vms_[vm].exit_description() + "); see " + options_.log_directory +
-                               "/vm-" + std::to_string(vm) + ".log");
+                               "/vm-" + std::to_string(vm) + ".log and .console");
     }
   }
 }

@@ -183,13 +183,15 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
   // does. Mailbox commands are not served: a VM's GPUs are driven from inside the guest.
   if (shm::SharedMemoryFile::exists(control_region_name(options.fabric))) {
     impl_->control.emplace(ControlRegion::attach(control_region_name(options.fabric)));
-    if (self_ < impl_->control->node_count()) {
-      NodeMailbox& box = impl_->control->node(self_);
-      box.pid.store(::getpid());
-      box.state.store(static_cast<std::uint32_t>(NodeState::kReady));
-      shm::ring(impl_->control->header().coordinator_bell);
-    }
+    if (self_ < impl_->control->node_count()) impl_->control->node(self_).pid.store(::getpid());
   }
+  if (!options.ready_when_told) report_ready();
+}
+
+void GpuDevice::report_ready() {
+  if (!impl_->control || self_ >= impl_->control->node_count()) return;
+  impl_->control->node(self_).state.store(static_cast<std::uint32_t>(NodeState::kReady));
+  shm::ring(impl_->control->header().coordinator_bell);
 }
 
 GpuDevice::~GpuDevice() {

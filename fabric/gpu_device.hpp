@@ -38,6 +38,9 @@ struct GpuDeviceOptions {
   std::string netns_tag;          // socket transports: use this run's veth for the GPU
   std::string interface;          // socket transports: or this interface ...
   std::string netns;              // ... in this namespace
+  // Report "ready" to the launcher only when report_ready() is called (a VM's guest tools are
+  // up), not as soon as the device serves.
+  bool ready_when_told = false;
 };
 
 // What happened to one access; the values match the device's ERROR register bits.
@@ -106,6 +109,8 @@ class GpuDevice {
   DeviceResult flush_all();
 
   GpuDeviceCounters counters() const;
+  // Tells the launcher's control region (if there is one) that this GPU is ready.
+  void report_ready();
 
  private:
   struct Request;

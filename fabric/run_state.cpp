@@ -39,7 +39,9 @@ nlohmann::json RunState::to_json() const {
           {"namespaces", namespaces},
           {"links", links},
           {"shared_memory", shared_memory},
-          {"stats_file", stats_file}};
+          {"stats_file", stats_file},
+          {"vms", vms},
+          {"gpus_per_vm", gpus_per_vm}};
 }
 
 RunState RunState::from_json(const nlohmann::json& value) {
@@ -62,6 +64,8 @@ RunState RunState::from_json(const nlohmann::json& value) {
     state.links = value.at("links").get<std::vector<std::string>>();
     state.shared_memory = value.at("shared_memory").get<std::vector<std::string>>();
     state.stats_file = value.at("stats_file").get<std::string>();
+    state.vms = value.value("vms", std::size_t{0});
+    state.gpus_per_vm = value.value("gpus_per_vm", std::size_t{0});
     return state;
   } catch (const nlohmann::json::exception& error) {
     throw std::runtime_error(std::string("run record: ") + error.what());

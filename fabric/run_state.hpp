@@ -39,6 +39,8 @@ struct RunState {
   std::vector<std::string> links;          // veth ends (inside those namespaces)
   std::vector<std::string> shared_memory;  // names in /dev/shm
   std::string stats_file;                  // the switch's live counters (JSON)
+  std::size_t vms = 0;                     // GPUs 0 .. vms × gpus_per_vm − 1 are in VMs
+  std::size_t gpus_per_vm = 0;
 
   nlohmann::json to_json() const;
   static RunState from_json(const nlohmann::json& value);  // throws std::runtime_error

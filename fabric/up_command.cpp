@@ -12,6 +12,7 @@
 
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/fabric_names.hpp"
+#include "fabric/guest_agent.hpp"
 #include "fabric/netns_topology.hpp"
 #include "fabric/process_identity.hpp"
 #include "fabric/process_signals.hpp"
@@ -108,8 +109,6 @@ int run_up(const UpOptions& options) {
   VmPlan vms;
   vms.count = options.vms;
   vms.gpus_per_vm = options.gpus_per_vm;
-  // Boot-time commands (ethx.run=...) print their results on the console: keep it in a file.
-  vms.serial_socket = options.vm_append.find("ethx.run=") == std::string::npos;
   vms.kernel_args.assign(vms.count, options.vm_append);
   std::size_t gpus = options.gpus;
   if (vms.count > 0) {
@@ -147,6 +146,8 @@ int run_up(const UpOptions& options) {
                           ? std::string()
                           : std::filesystem::absolute(options.config_path).string();
   state.created_unix_s = unix_now_s();
+  state.vms = vms.count;
+  state.gpus_per_vm = vms.gpus_per_vm;
   state.processes.push_back({"up", ::getpid(), process_start_time(::getpid())});
   state.stats_file = directory.path() + "/switch-stats.json";
 
@@ -195,11 +196,8 @@ int run_up(const UpOptions& options) {
   std::cout << "ethx up: fabric '" << options.name << "' is up: " << topology.gpu_count
             << " GPUs over " << transport;
   if (vms.count > 0) {
-    std::cout << " (" << vms.vm_gpus() << " in " << vms.count << " VMs; serial consoles "
-              << directory.path() << "/vm-<k>.sock)";
-  }
-  if (!state.netns_tag.empty()) {
-    std::cout << " (namespaces " << netns::run_prefix(state.netns_tag) << "*)";
+    std::cout << " (" << vms.vm_gpus() << " in " << vms.count << " VMs; consoles "
+              << directory.path() << "/vm-<k>.console)";
   }
   std::cout << "; run directory " << directory.path() << "\n";
   return 0;
@@ -244,6 +242,25 @@ int run_down(const DownOptions& options) {
     }
   }
   return status;
+}
+
+int run_guest(const GuestOptions& options) {
+  RunDirectory directory(options.name);
+  directory.lock();  // one user of the agents at a time
+  const std::optional<RunState> state = directory.load();
+  if (!state) {
+    std::cerr << "ethx guest: no fabric '" << options.name << "' is up\n";
+    return 3;
+  }
+  if (options.vm >= state->vms) {
+    std::cerr << "ethx guest: fabric '" << options.name << "' has " << state->vms << " VMs\n";
+    return 2;
+  }
+  install_stop_signals(false);
+  GuestAgent agent(vm_agent_path(directory.path(), options.vm), 10'000);
+  const GuestBlock block = agent.run(options.arguments, options.timeout_ms);
+  std::cout << block.output;
+  return block.exit_status;
 }
 
 int run_status(const StatusOptions& options) {

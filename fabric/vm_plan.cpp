@@ -31,7 +31,11 @@ void locate_vm_image(VmPlan& plan) {
 }
 
 std::string vm_serial_path(const std::string& log_directory, std::size_t vm) {
-  return log_directory + "/vm-" + std::to_string(vm) + ".serial";
+  return log_directory + "/vm-" + std::to_string(vm) + ".console";
+}
+
+std::string vm_agent_path(const std::string& log_directory, std::size_t vm) {
+  return log_directory + "/vm-" + std::to_string(vm) + ".agent.sock";
 }
 
 std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const VmFabric& fabric) {
@@ -39,40 +43,24 @@ std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const 
   if (vm < plan.kernel_args.size() && !plan.kernel_args[vm].empty()) {
     append += " " + plan.kernel_args[vm];
   }
-  const std::string serial = plan.serial_socket
-                                 ? "unix:" + fabric.log_directory + "/vm-" + std::to_string(vm) +
-                                       ".sock,server=on,wait=off"
-                                 : "file:" + vm_serial_path(fabric.log_directory, vm);
-  std::vector<std::string> argv = {plan.qemu,
-                                   "-L",
-                                   "/usr/share/qemu",
-                                   "-L",
-                                   "/usr/share/seabios",
-                                   "-L",
-                                   "/usr/lib/ipxe/qemu",
-                                   "-accel",
-                                   "tcg",
-                                   "-machine",
-                                   "q35",
-                                   "-m",
-                                   std::to_string(plan.memory_mib),
-                                   "-smp",
-                                   "1",
-                                   "-nodefaults",
-                                   "-no-user-config",
-                                   "-display",
-                                   "none",
-                                   "-monitor",
-                                   "none",
-                                   "-serial",
-                                   serial,
-                                   "-no-reboot",
-                                   "-kernel",
-                                   plan.kernel,
-                                   "-initrd",
-                                   plan.initrd,
-                                   "-append",
-                                   append};
+  // Console (ttyS0): a socket to attach to (`socat - UNIX-CONNECT:vm-<k>.console.sock`), and
+  // everything it prints kept in vm-<k>.console. ttyS1: the guest's command agent.
+  const std::string base = fabric.log_directory + "/vm-" + std::to_string(vm);
+  const std::string console =
+      "socket,id=console,path=" + base + ".console.sock" +
+      ",server=on,wait=off,logfile=" + vm_serial_path(fabric.log_directory, vm);
+  const std::string agent =
+      "socket,id=agent,path=" + vm_agent_path(fabric.log_directory, vm) + ",server=on,wait=off";
+  // clang-format off
+  std::vector<std::string> argv = {
+      plan.qemu,
+      "-L", "/usr/share/qemu", "-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu",
+      "-accel", plan.accel, "-machine", "q35", "-m", std::to_string(plan.memory_mib), "-smp", "1",
+      "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
+      "-chardev", console, "-chardev", agent,
+      "-serial", "chardev:console", "-serial", "chardev:agent",
+      "-no-reboot", "-kernel", plan.kernel, "-initrd", plan.initrd, "-append", append};
+  // clang-format on
   for (std::size_t i = 0; i < plan.gpus_per_vm; ++i) {
     const std::size_t gpu = vm * plan.gpus_per_vm + i;
     std::string device = "ethx-gpu,gpu-id=" + std::to_string(gpu) + ",fabric=" + fabric.fabric +

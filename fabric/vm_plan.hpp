@@ -16,9 +16,7 @@ struct VmPlan {
   std::string qemu, kernel, initrd;  // locate_vm_image() fills empty ones
   unsigned memory_mib = 256;
   std::vector<std::string> kernel_args;  // extra kernel command line, one entry per VM (or none)
-  // Where each VM's serial console goes: a file <log dir>/vm-<k>.serial (for collecting output)
-  // or a socket <log dir>/vm-<k>.sock to attach to later (`socat - UNIX:...`).
-  bool serial_socket = false;
+  std::string accel = "tcg";             // "kvm" where a probe boot showed it works (kvm_probe.hpp)
 
   std::size_t vm_gpus() const { return count * gpus_per_vm; }
   std::size_t vm_of_gpu(std::size_t gpu) const { return gpu / gpus_per_vm; }
@@ -40,6 +38,9 @@ struct VmFabric {
 
 // The command line of VM `vm` (TCG: KVM on these machines does not boot stock kernels).
 std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const VmFabric& fabric);
+// <log dir>/vm-<k>.console: everything the VM printed on its console (ttyS0).
 std::string vm_serial_path(const std::string& log_directory, std::size_t vm);
+// <log dir>/vm-<k>.agent.sock: the guest's command agent on ttyS1 (guest_agent.hpp).
+std::string vm_agent_path(const std::string& log_directory, std::size_t vm);
 
 }  // namespace ethx

@@ -50,6 +50,7 @@ enum {
     ETHX_REG_GPU_COUNT = 0x28,      /* RO 32: GPUs in the fabric */
     ETHX_REG_APERTURE_MIB = 0x2c,   /* RO 32: window bytes per GPU / 2^20 */
     ETHX_REG_HBM_MIB = 0x30,        /* RO 32: BAR 2 bytes / 2^20 */
+    ETHX_REG_GUEST_READY = 0x34,    /* RW 32: the guest's tools are up (tells `ethx up`) */
     ETHX_REG_ATOMIC_ADDR = 0x40,    /* RW 64 */
     ETHX_REG_ATOMIC_OPERAND = 0x48, /* RW 64 */
     ETHX_REG_ATOMIC_COMPARE = 0x50, /* RW 64 */
@@ -103,6 +104,7 @@ struct EthxGpuState {
     uint32_t error; /* latched ERROR bits */
     uint64_t fault_addr;
     uint64_t scratch;
+    uint32_t guest_ready;
 
     uint64_t atomic_addr, atomic_operand, atomic_compare, atomic_result;
     uint32_t atomic_status;
@@ -186,6 +188,8 @@ static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
         return s->gpu ? ethx_gpu_aperture_bytes(s->gpu) >> 20 : 0;
     case ETHX_REG_HBM_MIB:
         return s->hbm_bytes >> 20;
+    case ETHX_REG_GUEST_READY:
+        return s->guest_ready;
     case ETHX_REG_ATOMIC_ADDR:
         return s->atomic_addr;
     case ETHX_REG_ATOMIC_OPERAND:
@@ -354,6 +358,12 @@ static void ethx_gpu_ctrl_write(void *opaque, hwaddr addr, uint64_t value, unsig
     case ETHX_REG_SCRATCH:
         s->scratch = value;
         return;
+    case ETHX_REG_GUEST_READY:
+        s->guest_ready = (uint32_t)value & 1;
+        if (s->guest_ready && s->gpu) {
+            ethx_gpu_guest_ready(s->gpu);
+        }
+        return;
     case ETHX_REG_ATOMIC_ADDR:
         s->atomic_addr = value;
         return;
@@ -499,6 +509,7 @@ static void ethx_gpu_reset(DeviceState *dev)
     s->error = 0;
     s->fault_addr = 0;
     s->scratch = 0;
+    s->guest_ready = 0;
     s->atomic_addr = s->atomic_operand = s->atomic_compare = s->atomic_result = 0;
     s->atomic_status = 0;
     if (qatomic_read(&s->copy_state) != COPY_BUSY) {
