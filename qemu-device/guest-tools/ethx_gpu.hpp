@@ -14,17 +14,31 @@
 
 namespace ethx::guest {
 
-class EthxGpu {
+// One ethx GPU as the commands use it: its PCI address and its BARs. EthxGpu is the sysfs
+// one; the unit tests implement it with device models.
+class GpuFunction {
+ public:
+  virtual ~GpuFunction() = default;
+  virtual const std::string& bdf() const = 0;
+  // BAR `index` (0 control, 2 HBM, 4 window). Throws std::runtime_error if there is none.
+  virtual BarAccess& bar(unsigned index) = 0;
+
+  std::uint64_t read(const Register& reg) { return bar(kControlBar).read(reg.offset, reg.width); }
+  void write(const Register& reg, std::uint64_t value) {
+    bar(kControlBar).write(reg.offset, reg.width, value);
+  }
+};
+
+using GpuList = std::vector<std::unique_ptr<GpuFunction>>;
+
+class EthxGpu : public GpuFunction {
  public:
   explicit EthxGpu(PciFunction function) : function_(std::move(function)) {}
 
-  const std::string& bdf() const { return function_.bdf; }
+  const std::string& bdf() const override { return function_.bdf; }
 
-  // BAR `index`, mapped on first use (the control BAR is 0; later BARs come with later
-  // register map versions). Throws std::runtime_error if the device has no such BAR.
-  const MmioBar& bar(unsigned index);
-
-  std::uint64_t read(const Register& reg) { return bar(kControlBar).read(reg.offset, reg.width); }
+  // BAR `index`, mapped on first use through sysfs resourceN (BAR 2 as RAM).
+  BarAccess& bar(unsigned index) override;
 
  private:
   PciFunction function_;
@@ -33,5 +47,6 @@ class EthxGpu {
 
 // Every ethx-gpu function under `devices_dir`, in BDF order.
 std::vector<EthxGpu> find_ethx_gpus(const std::filesystem::path& devices_dir = kSysfsPciDevices);
+GpuList open_ethx_gpus(const std::filesystem::path& devices_dir = kSysfsPciDevices);
 
 }  // namespace ethx::guest

@@ -20,6 +20,11 @@ int main(int argc, char** argv) {
     }
     std::puts(run_command(command).dump().c_str());
     return 0;
+  } catch (const CommandFailed& failed) {  // ran: the result, then why it failed
+    std::puts(failed.result.dump().c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "ethx-guest: %s\n", failed.what());
+    return 1;
   } catch (const UsageError& error) {
     std::fprintf(stderr, "ethx-guest: %s\n%s", error.what(), kUsage);
     return 2;

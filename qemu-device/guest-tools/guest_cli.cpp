@@ -1,8 +1,10 @@
 #include "qemu-device/guest-tools/guest_cli.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <map>
 
 #include "qemu-device/guest-tools/mmio_bar.hpp"
 
@@ -15,8 +17,17 @@ const char* const kUsage =
     "  status [--gpu ID | --bdf BDF]          all control registers\n"
     "  peek   [--gpu ID | --bdf BDF] --bar N --offset X [--width 1|2|4|8]\n"
     "  poke   [--gpu ID | --bdf BDF] --bar N --offset X [--width 1|2|4|8] --value V\n"
-    "--gpu selects by fabric GPU id (GPU_ID register); peek and poke need it only when there\n"
-    "are several ethx GPUs. Numbers: decimal or 0x hex. Width defaults to 4 bytes.\n";
+    "  load   [--gpu ID] (--addr A | --target K --offset O) [--width 1|2|4|8]\n"
+    "  store  [--gpu ID] (--addr A | --target K --offset O) [--width 1|2|4|8] --value V\n"
+    "  atomic [--gpu ID] --op fetch-add|swap|cas (--addr A | --target K --offset O)\n"
+    "         [--width 4|8] --operand X [--compare C]\n"
+    "  copy   [--gpu ID] --src A --dst B --bytes N [--timeout S]\n"
+    "  bench  [--gpu ID] [--peer K] [--quick]\n"
+    "  alltoall --bytes-per-peer N --salt S [--gpus-total G] [--timeout S]\n"
+    "--gpu selects by fabric GPU id (GPU_ID register); the single-GPU commands need it only\n"
+    "when there are several ethx GPUs. Window addresses (BAR 4): GPU K's memory starts at\n"
+    "K x APERTURE_MIB MiB. Numbers: decimal or 0x hex. Width defaults to 4 bytes for peek/poke,\n"
+    "8 otherwise.\n";
 
 namespace {
 
@@ -32,6 +43,32 @@ std::uint64_t parse_number(const std::string& option, const std::string& text, s
   return value;
 }
 
+// The options each command accepts.
+const std::map<std::string, std::vector<std::string>>& command_options() {
+  static const std::map<std::string, std::vector<std::string>> options = {
+      {"help", {}},
+      {"list", {"--gpu", "--bdf"}},
+      {"status", {"--gpu", "--bdf"}},
+      {"peek", {"--gpu", "--bdf", "--bar", "--offset", "--width"}},
+      {"poke", {"--gpu", "--bdf", "--bar", "--offset", "--width", "--value"}},
+      {"load", {"--gpu", "--bdf", "--addr", "--target", "--offset", "--width"}},
+      {"store", {"--gpu", "--bdf", "--addr", "--target", "--offset", "--width", "--value"}},
+      {"atomic",
+       {"--gpu", "--bdf", "--op", "--addr", "--target", "--offset", "--width", "--operand",
+        "--compare"}},
+      {"copy", {"--gpu", "--bdf", "--src", "--dst", "--bytes", "--timeout"}},
+      {"bench", {"--gpu", "--bdf", "--peer", "--quick"}},
+      {"alltoall", {"--bytes-per-peer", "--salt", "--gpus-total", "--timeout"}},
+  };
+  return options;
+}
+
+void check_fits(const char* option, std::uint64_t value, unsigned width) {
+  if (width < 8 && value >> (8 * width) != 0) {
+    throw UsageError(std::string(option) + " does not fit in " + std::to_string(width) + " bytes");
+  }
+}
+
 }  // namespace
 
 GuestCommand parse_command_line(const std::vector<std::string>& args) {
@@ -39,14 +76,23 @@ GuestCommand parse_command_line(const std::vector<std::string>& args) {
   GuestCommand command;
   command.name = args[0];
   if (command.name == "--help" || command.name == "-h") command.name = "help";
-  if (command.name != "list" && command.name != "status" && command.name != "peek" &&
-      command.name != "poke" && command.name != "help") {
+  const auto known = command_options().find(command.name);
+  if (known == command_options().end()) {
     throw UsageError("unknown command '" + command.name + "'");
   }
   constexpr auto kU32 = std::numeric_limits<std::uint32_t>::max();
   constexpr auto kU64 = std::numeric_limits<std::uint64_t>::max();
   for (std::size_t i = 1; i < args.size(); i += 2) {
     const std::string& option = args[i];
+    const auto& allowed = known->second;
+    if (std::find(allowed.begin(), allowed.end(), option) == allowed.end()) {
+      throw UsageError("unknown option '" + option + "' for " + command.name);
+    }
+    if (option == "--quick") {  // the only flag
+      command.quick = true;
+      --i;
+      continue;
+    }
     if (i + 1 >= args.size()) throw UsageError(option + " needs a value");
     const std::string& text = args[i + 1];
     if (option == "--gpu") {
@@ -62,18 +108,83 @@ GuestCommand parse_command_line(const std::vector<std::string>& args) {
       if (!valid_width(command.width)) throw UsageError("--width must be 1, 2, 4 or 8");
     } else if (option == "--value") {
       command.value = parse_number(option, text, kU64);
-    } else {
-      throw UsageError("unknown option '" + option + "' for " + command.name);
+    } else if (option == "--addr") {
+      command.addr = parse_number(option, text, kU64);
+    } else if (option == "--target") {
+      command.target = static_cast<std::uint32_t>(parse_number(option, text, kU32));
+    } else if (option == "--op") {
+      if (text != "fetch-add" && text != "swap" && text != "cas") {
+        throw UsageError("--op must be fetch-add, swap or cas, not '" + text + "'");
+      }
+      command.op = text;
+    } else if (option == "--operand") {
+      command.operand = parse_number(option, text, kU64);
+    } else if (option == "--compare") {
+      command.compare = parse_number(option, text, kU64);
+    } else if (option == "--src") {
+      command.src = parse_number(option, text, kU64);
+    } else if (option == "--dst") {
+      command.dst = parse_number(option, text, kU64);
+    } else if (option == "--bytes") {
+      command.bytes = parse_number(option, text, kU64);
+    } else if (option == "--peer") {
+      command.peer = static_cast<std::uint32_t>(parse_number(option, text, kU32));
+    } else if (option == "--bytes-per-peer") {
+      command.bytes_per_peer = parse_number(option, text, kU64);
+    } else if (option == "--salt") {
+      command.salt = parse_number(option, text, kU64);
+    } else if (option == "--gpus-total") {
+      command.gpus_total = static_cast<std::uint32_t>(parse_number(option, text, kU32));
+    } else if (option == "--timeout") {
+      command.timeout_s = static_cast<std::uint32_t>(parse_number(option, text, 86400));
     }
   }
-  const bool access = command.name == "peek" || command.name == "poke";
-  if (access && !command.offset) throw UsageError(command.name + " needs --offset");
-  if (command.name == "poke" && !command.value) throw UsageError("poke needs --value");
-  if (command.name != "poke" && command.value) {
-    throw UsageError("--value is only for poke");
+  const std::string& name = command.name;
+  const bool bar_access = name == "peek" || name == "poke";
+  const bool window_access = name == "load" || name == "store" || name == "atomic";
+  if (command.width == 0) command.width = bar_access ? 4 : 8;
+  if (bar_access && !command.offset) throw UsageError(name + " needs --offset");
+  if (window_access) {
+    if (command.addr && (command.target || command.offset)) {
+      throw UsageError("give --addr or --target with --offset, not both");
+    }
+    if (!command.addr && !(command.target && command.offset)) {
+      throw UsageError(name + " needs --addr A or --target K --offset O");
+    }
   }
-  if (command.value && command.width < 8 && *command.value >> (8 * command.width) != 0) {
-    throw UsageError("--value does not fit in " + std::to_string(command.width) + " bytes");
+  if ((name == "poke" || name == "store") && !command.value) {
+    throw UsageError(name + " needs --value");
+  }
+  if (command.value) check_fits("--value", *command.value, command.width);
+  if (name == "atomic") {
+    if (command.op.empty()) throw UsageError("atomic needs --op fetch-add|swap|cas");
+    if (command.width != 4 && command.width != 8) {
+      throw UsageError("atomic --width must be 4 or 8");
+    }
+    if (!command.operand) throw UsageError("atomic needs --operand");
+    check_fits("--operand", *command.operand, command.width);
+    if (command.op == "cas" && !command.compare) throw UsageError("atomic cas needs --compare");
+    if (command.op != "cas" && command.compare) {
+      throw UsageError("--compare is only for --op cas");
+    }
+    if (command.compare) check_fits("--compare", *command.compare, command.width);
+  }
+  if (name == "copy") {
+    if (!command.src || !command.dst || !command.bytes) {
+      throw UsageError("copy needs --src, --dst and --bytes");
+    }
+    if (*command.bytes == 0) throw UsageError("--bytes must not be 0");
+  }
+  if (name == "alltoall") {
+    if (!command.bytes_per_peer || !command.salt) {
+      throw UsageError("alltoall needs --bytes-per-peer and --salt");
+    }
+    if (*command.bytes_per_peer == 0 || *command.bytes_per_peer % 8 != 0) {
+      throw UsageError("--bytes-per-peer must be a non-zero multiple of 8");
+    }
+    if (command.gpus_total && *command.gpus_total == 0) {
+      throw UsageError("--gpus-total must not be 0");
+    }
   }
   if (command.gpu_id && command.bdf) throw UsageError("give --gpu or --bdf, not both");
   return command;

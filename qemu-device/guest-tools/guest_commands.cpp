@@ -4,12 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "qemu-device/guest-tools/ethx_gpu.hpp"
-
 namespace ethx::guest {
-namespace {
-
-using nlohmann::json;
 
 std::string hex(std::uint64_t value) {
   char text[24];
@@ -17,7 +12,11 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
-json identity(EthxGpu& gpu) {
+namespace {
+
+using nlohmann::json;
+
+json identity(GpuFunction& gpu) {
   const auto ident = gpu.read(kIdent);
   return {{"bdf", gpu.bdf()},
           {"gpu_id", gpu.read(kGpuId)},
@@ -27,40 +26,46 @@ json identity(EthxGpu& gpu) {
           {"status", gpu.read(kStatus)}};
 }
 
-json registers(EthxGpu& gpu) {
+json registers(GpuFunction& gpu) {
   json regs = json::object();
   for (const Register& reg : kControlRegisters) regs[reg.name] = gpu.read(reg);
+  if (regs["version"].get<std::uint64_t>() >= 2) {
+    for (const Register& reg : kControlRegistersV2) regs[reg.name] = gpu.read(reg);
+  }
   const auto status = regs["status"].get<std::uint64_t>();
   const auto error = regs["error"].get<std::uint64_t>();
+  json bits = json::object();
+  for (unsigned bit = 0; bit < std::size(kErrorBitNames); ++bit) {
+    bits[kErrorBitNames[bit]] = (error >> bit & 1u) != 0;
+  }
   return {{"bdf", gpu.bdf()},
           {"gpu_id", regs["gpu_id"]},
           {"registers", regs},
           {"status_bits",
            {{"fabric_up", (status & kStatusFabricUp) != 0},
-            {"error_latched", (status & kStatusErrorLatched) != 0}}},
-          {"error_bits", {{"bad_register", (error & kErrorBadRegister) != 0}}}};
+            {"error_latched", (status & kStatusErrorLatched) != 0},
+            {"copy_busy", (status & kStatusCopyBusy) != 0}}},
+          {"error_bits", bits}};
 }
 
-std::string gpu_ids(std::vector<EthxGpu>& gpus) {
+std::string gpu_ids(GpuList& gpus) {
   std::string ids;
-  for (auto& gpu : gpus) ids += (ids.empty() ? "" : ", ") + std::to_string(gpu.read(kGpuId));
+  for (auto& gpu : gpus) ids += (ids.empty() ? "" : ", ") + std::to_string(gpu->read(kGpuId));
   return ids;
 }
 
 // The GPUs the command names; every one when none is named.
-std::vector<EthxGpu> select(const GuestCommand& command, const std::filesystem::path& dir) {
-  auto all = find_ethx_gpus(dir);
+GpuList select(const GuestCommand& command, GpuList all) {
   if (all.empty()) {
     throw CommandError("no ethx GPU found (no PCI function " + hex(kPciVendorId) + ":" +
-                       hex(kPciDeviceId) + " under " + dir.string() +
-                       "; was QEMU started with -device ethx-gpu?)");
+                       hex(kPciDeviceId) + "; was QEMU started with -device ethx-gpu?)");
   }
   if (!command.gpu_id && !command.bdf) return all;
   const std::string present = gpu_ids(all);
-  std::vector<EthxGpu> chosen;
+  GpuList chosen;
   for (auto& gpu : all) {
-    if ((command.bdf && gpu.bdf() == *command.bdf) ||
-        (command.gpu_id && gpu.read(kGpuId) == *command.gpu_id)) {
+    if ((command.bdf && gpu->bdf() == *command.bdf) ||
+        (command.gpu_id && gpu->read(kGpuId) == *command.gpu_id)) {
       chosen.push_back(std::move(gpu));
     }
   }
@@ -73,16 +78,19 @@ std::vector<EthxGpu> select(const GuestCommand& command, const std::filesystem::
   return chosen;
 }
 
-json access(const GuestCommand& command, const std::filesystem::path& dir) {
-  auto gpus = select(command, dir);
-  if (gpus.size() > 1) {
+std::unique_ptr<GpuFunction> select_one(const GuestCommand& command, GpuList all) {
+  auto gpus = select(command, std::move(all));
+  if (gpus.size() > 1 && command.name != "bench") {
     throw CommandError(command.name + " needs one GPU, there are several (gpu ids " +
                        gpu_ids(gpus) + "); choose with --gpu ID or --bdf BDF");
   }
-  EthxGpu& gpu = gpus.front();
+  return std::move(gpus.front());
+}
+
+json bar_access(const GuestCommand& command, GpuFunction& gpu) {
   const auto gpu_id = gpu.read(kGpuId);  // before the access, which may latch an error
   try {
-    const MmioBar& bar = gpu.bar(command.bar);
+    BarAccess& bar = gpu.bar(command.bar);
     std::uint64_t value = 0;
     if (command.name == "poke") {
       value = *command.value;
@@ -100,17 +108,174 @@ json access(const GuestCommand& command, const std::filesystem::path& dir) {
   }
 }
 
+// --addr, or --target K --offset O within GPU K's aperture.
+std::uint64_t window_address(const GuestCommand& command, const Geometry& geometry) {
+  if (command.addr) return *command.addr;
+  if (*command.offset >= geometry.aperture_bytes()) {
+    throw CommandError("--offset " + hex(*command.offset) + " is outside GPU " +
+                       std::to_string(*command.target) + "'s " +
+                       std::to_string(geometry.aperture_mib) + " MiB aperture");
+  }
+  return geometry.window_addr(*command.target, *command.offset);
+}
+
+json with_error(json result, const ErrorState& error, const std::string& what) {
+  result.update(error_json(error));
+  if (error.bits != 0) {
+    std::string names;
+    for (const auto& name : result["error_names"]) {
+      names += (names.empty() ? "" : ",") + name.get<std::string>();
+    }
+    throw CommandFailed(what + " latched ERROR " + hex(error.bits) + " (" + names +
+                            ") at window address " + hex(error.fault_addr),
+                        result);
+  }
+  return result;
+}
+
+json window_access(const GuestCommand& command, GpuFunction& gpu) {
+  const Geometry geometry = read_geometry(gpu, true);
+  const std::uint64_t addr = window_address(command, geometry);
+  BarAccess& window = gpu.bar(kWindowBar);
+  take_error(gpu);  // errors latched from now on belong to this command
+  std::uint64_t value = 0;
+  try {
+    if (command.name == "store") {
+      value = *command.value;
+      window.write(addr, command.width, value);
+    } else {
+      value = window.read(addr, command.width);
+    }
+  } catch (const std::invalid_argument& error) {
+    throw CommandError(command.name + " on " + gpu.bdf() + " window (BAR 4): " + error.what());
+  }
+  const std::uint64_t aperture = geometry.aperture_bytes();
+  json result = {{"bdf", gpu.bdf()},
+                 {"gpu_id", geometry.gpu_id},
+                 {"op", command.name},
+                 {"addr", addr},
+                 {"addr_hex", hex(addr)},
+                 {"target", addr / aperture},
+                 {"offset", addr % aperture},
+                 {"width", command.width},
+                 {"value", value},
+                 {"value_hex", hex(value)}};
+  return with_error(std::move(result), take_error(gpu), command.name + " at " + hex(addr));
+}
+
+std::filesystem::path lock_dir(const RunOptions& options) {
+  return options.lock_dir.empty() ? default_lock_dir() : options.lock_dir;
+}
+
+json atomic(const GuestCommand& command, GpuFunction& gpu, const RunOptions& options) {
+  const Geometry geometry = read_geometry(gpu, true);
+  const std::uint64_t addr = window_address(command, geometry);
+  const AtomicOp op = command.op == "fetch-add" ? AtomicOp::kFetchAdd
+                      : command.op == "swap"    ? AtomicOp::kSwap
+                                                : AtomicOp::kCompareSwap;
+  AtomicResult atomic_result;
+  ErrorState error;
+  {
+    DeviceLock lock(gpu.bdf(), lock_dir(options));
+    take_error(gpu);
+    atomic_result =
+        run_atomic(gpu, op, addr, command.width, *command.operand, command.compare.value_or(0));
+    error = take_error(gpu);
+  }
+  json result = {{"bdf", gpu.bdf()},
+                 {"gpu_id", geometry.gpu_id},
+                 {"op", command.op},
+                 {"addr", addr},
+                 {"addr_hex", hex(addr)},
+                 {"width", command.width},
+                 {"operand", *command.operand},
+                 {"old", atomic_result.old_value},
+                 {"old_hex", hex(atomic_result.old_value)},
+                 {"status", atomic_result.status},
+                 {"status_name", status_code_name(atomic_result.status)}};
+  if (command.compare) {
+    result["compare"] = *command.compare;
+    result["swapped"] = atomic_result.status == 0 && atomic_result.old_value == *command.compare;
+  }
+  result = with_error(std::move(result), error, "atomic " + command.op + " at " + hex(addr));
+  if (atomic_result.status != 0) {
+    throw CommandFailed("atomic " + command.op + " at " + hex(addr) + " failed: ATOMIC_STATUS " +
+                            std::to_string(atomic_result.status) + " (" +
+                            status_code_name(atomic_result.status) + ")",
+                        result);
+  }
+  return result;
+}
+
+json copy(const GuestCommand& command, GpuFunction& gpu, const RunOptions& options) {
+  const Geometry geometry = read_geometry(gpu, true);
+  const auto timeout = command.timeout_s ? std::chrono::seconds(*command.timeout_s)
+                                         : std::chrono::nanoseconds(options.copy_timeout);
+  CopyResult copy_result;
+  ErrorState error;
+  {
+    DeviceLock lock(gpu.bdf(), lock_dir(options));
+    take_error(gpu);
+    copy_result = run_copy(gpu, *command.src, *command.dst, *command.bytes, timeout);
+    error = take_error(gpu);
+  }
+  const bool done = copy_result.state == kCopyDone;
+  json result = {{"bdf", gpu.bdf()},
+                 {"gpu_id", geometry.gpu_id},
+                 {"op", "copy"},
+                 {"src", *command.src},
+                 {"dst", *command.dst},
+                 {"bytes", *command.bytes},
+                 {"done", done},
+                 {"code", copy_result.code},
+                 {"code_name", status_code_name(copy_result.code)},
+                 {"ns", copy_result.ns},
+                 {"gbps", copy_result.ns == 0 ? 0.0
+                                              : static_cast<double>(*command.bytes) * 8.0 /
+                                                    static_cast<double>(copy_result.ns)}};
+  const std::string what = "copy of " + std::to_string(*command.bytes) + " bytes from " +
+                           hex(*command.src) + " to " + hex(*command.dst);
+  if (!done) {
+    result.update(error_json(error));
+    throw CommandFailed(what + " failed: code " + std::to_string(copy_result.code) + " (" +
+                            status_code_name(copy_result.code) + "), fault address " +
+                            hex(error.fault_addr),
+                        result);
+  }
+  return with_error(std::move(result), error, what);
+}
+
 }  // namespace
 
-json run_command(const GuestCommand& command, const std::filesystem::path& devices_dir) {
+json run_command(const GuestCommand& command, GpuList gpus, const RunOptions& options) {
   if (command.name == "list" || command.name == "status") {
-    json gpus = json::array();
-    for (auto& gpu : select(command, devices_dir)) {
-      gpus.push_back(command.name == "list" ? identity(gpu) : registers(gpu));
+    json list = json::array();
+    for (auto& gpu : select(command, std::move(gpus))) {
+      list.push_back(command.name == "list" ? identity(*gpu) : registers(*gpu));
     }
-    return {{"gpus", gpus}};
+    return {{"gpus", list}};
   }
-  return access(command, devices_dir);
+  if (command.name == "alltoall") {
+    if (gpus.empty()) (void)select(command, std::move(gpus));  // throws: no GPU
+    return run_alltoall(command, gpus, options);
+  }
+  auto gpu = select_one(command, std::move(gpus));
+  if (command.name == "peek" || command.name == "poke") return bar_access(command, *gpu);
+  if (command.name == "load" || command.name == "store") return window_access(command, *gpu);
+  if (command.name == "atomic") return atomic(command, *gpu, options);
+  if (command.name == "copy") return copy(command, *gpu, options);
+  if (command.name == "bench") return run_bench(command, *gpu, options);
+  throw UsageError("unknown command '" + command.name + "'");
+}
+
+json run_command(const GuestCommand& command, const std::filesystem::path& devices_dir) {
+  GpuList gpus = open_ethx_gpus(devices_dir);
+  if (gpus.empty() && command.name != "help") {
+    throw CommandError("no ethx GPU found (no PCI function " + hex(kPciVendorId) + ":" +
+                       hex(kPciDeviceId) + " under " + devices_dir.string() +
+                       "; was QEMU started with -device ethx-gpu?)");
+  }
+  return run_command(command, std::move(gpus));
 }
 
 }  // namespace ethx::guest

@@ -16,7 +16,22 @@ bool valid_width(unsigned width) {
   return width == 1 || width == 2 || width == 4 || width == 8;
 }
 
-MmioBar::MmioBar(const std::filesystem::path& resource_file) {
+void check_access(std::size_t size, std::uint64_t offset, unsigned width) {
+  if (!valid_width(width)) {
+    throw std::invalid_argument("access width " + std::to_string(width) +
+                                " is not 1, 2, 4 or 8 bytes");
+  }
+  if (offset % width != 0) {
+    throw std::invalid_argument("offset " + std::to_string(offset) + " is not aligned to the " +
+                                std::to_string(width) + "-byte access width");
+  }
+  if (offset >= size || size - offset < width) {
+    throw std::invalid_argument("offset " + std::to_string(offset) + " is outside the " +
+                                std::to_string(size) + "-byte BAR");
+  }
+}
+
+MmioBar::MmioBar(const std::filesystem::path& resource_file, bool ram) : ram_(ram) {
   // O_SYNC: sysfs maps the BAR uncached only when asked to.
   const int fd = ::open(resource_file.c_str(), O_RDWR | O_SYNC | O_CLOEXEC);
   if (fd < 0) {
@@ -43,22 +58,11 @@ MmioBar::~MmioBar() {
 }
 
 volatile std::uint8_t* MmioBar::at(std::uint64_t offset, unsigned width) const {
-  if (!valid_width(width)) {
-    throw std::invalid_argument("access width " + std::to_string(width) +
-                                " is not 1, 2, 4 or 8 bytes");
-  }
-  if (offset % width != 0) {
-    throw std::invalid_argument("offset " + std::to_string(offset) + " is not aligned to the " +
-                                std::to_string(width) + "-byte access width");
-  }
-  if (offset >= size_ || size_ - offset < width) {
-    throw std::invalid_argument("offset " + std::to_string(offset) + " is outside the " +
-                                std::to_string(size_) + "-byte BAR");
-  }
+  check_access(size_, offset, width);
   return static_cast<volatile std::uint8_t*>(base_) + offset;
 }
 
-std::uint64_t MmioBar::read(std::uint64_t offset, unsigned width) const {
+std::uint64_t MmioBar::read(std::uint64_t offset, unsigned width) {
   volatile std::uint8_t* p = at(offset, width);
   switch (width) {
     case 1:
@@ -72,7 +76,7 @@ std::uint64_t MmioBar::read(std::uint64_t offset, unsigned width) const {
   }
 }
 
-void MmioBar::write(std::uint64_t offset, unsigned width, std::uint64_t value) const {
+void MmioBar::write(std::uint64_t offset, unsigned width, std::uint64_t value) {
   volatile std::uint8_t* p = at(offset, width);
   switch (width) {
     case 1:

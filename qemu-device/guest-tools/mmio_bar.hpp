@@ -10,27 +10,48 @@ namespace ethx::guest {
 // True for the access widths a BAR access can have: 1, 2, 4 or 8 bytes.
 bool valid_width(unsigned width);
 
-class MmioBar {
+// What the guest tools do with a BAR: single accesses of 1, 2, 4 or 8 bytes. MmioBar is the
+// real one; the unit tests implement it with device models (tests/unit/guest_tools_test.cpp).
+class BarAccess {
+ public:
+  virtual ~BarAccess() = default;
+  virtual std::size_t size() const = 0;
+  // Exactly one access of `width` bytes. Throw std::invalid_argument for a bad width, a
+  // misaligned or out-of-range offset.
+  virtual std::uint64_t read(std::uint64_t offset, unsigned width) = 0;
+  virtual void write(std::uint64_t offset, unsigned width, std::uint64_t value) = 0;
+  // A RAM-backed BAR (the local HBM) may expose its mapping for bulk copies and compares;
+  // nullptr for MMIO, where only single accesses are meaningful.
+  virtual std::uint8_t* ram() { return nullptr; }
+};
+
+// Throws std::invalid_argument unless `width` is valid and [offset, offset + width) is an
+// aligned range inside `size` bytes.
+void check_access(std::size_t size, std::uint64_t offset, unsigned width);
+
+class MmioBar : public BarAccess {
  public:
   // Maps the whole resource file; throws std::runtime_error naming the file on failure.
-  explicit MmioBar(const std::filesystem::path& resource_file);
-  ~MmioBar();
+  // `ram`: the BAR is memory (BAR 2), so ram() hands out the mapping.
+  explicit MmioBar(const std::filesystem::path& resource_file, bool ram = false);
+  ~MmioBar() override;
   MmioBar(const MmioBar&) = delete;
   MmioBar& operator=(const MmioBar&) = delete;
 
-  std::size_t size() const { return size_; }
+  std::size_t size() const override { return size_; }
 
   // Exactly one load or store of `width` bytes: a device register sees the access size the
   // guest tool chose, so these never go through memcpy (which may split or merge accesses).
-  // Throw std::invalid_argument for a bad width, a misaligned or out-of-range offset.
-  std::uint64_t read(std::uint64_t offset, unsigned width) const;
-  void write(std::uint64_t offset, unsigned width, std::uint64_t value) const;
+  std::uint64_t read(std::uint64_t offset, unsigned width) override;
+  void write(std::uint64_t offset, unsigned width, std::uint64_t value) override;
+  std::uint8_t* ram() override { return ram_ ? static_cast<std::uint8_t*>(base_) : nullptr; }
 
  private:
   volatile std::uint8_t* at(std::uint64_t offset, unsigned width) const;
 
   void* base_ = nullptr;
   std::size_t size_ = 0;
+  bool ram_ = false;
 };
 
 }  // namespace ethx::guest

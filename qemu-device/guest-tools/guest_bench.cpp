@@ -1,0 +1,417 @@
+// ethx-guest bench and alltoall: microbenchmarks through the window, the copy engine and the
+// atomic command, every transferred value checked (docs/guest-image.md).
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "qemu-device/guest-tools/guest_commands.hpp"
+
+namespace ethx::guest {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMiB = 1u << 20;
+// Memory the guest tools use in every GPU (window offsets inside each GPU's memory):
+// [32, 40) MiB bench slots, [40, 41) MiB alltoall barrier words, [48, ...) MiB alltoall data.
+constexpr std::uint64_t kBenchBase = 32 * kMiB;
+constexpr std::uint64_t kBenchEnd = 40 * kMiB;
+constexpr std::uint64_t kBarrierBase = 40 * kMiB;
+constexpr std::uint64_t kBarrierWords = kMiB / 8;
+constexpr std::uint64_t kAlltoallBase = 48 * kMiB;
+
+struct Tally {
+  std::uint64_t verified = 0;
+  std::uint64_t mismatches = 0;
+  std::uint64_t errors = 0;
+  std::uint32_t error_bits = 0;
+  std::uint64_t fault_addr = 0;
+
+  void check(std::uint64_t actual, std::uint64_t expected) {
+    if (actual == expected) {
+      ++verified;
+    } else {
+      ++mismatches;
+    }
+  }
+  void add(const ErrorState& error) {
+    if (error.bits == 0) return;
+    if (error_bits == 0) fault_addr = error.fault_addr;
+    ++errors;
+    error_bits |= error.bits;
+  }
+  json to_json() const {
+    return {{"verified_ops", verified},
+            {"mismatches", mismatches},
+            {"errors", errors},
+            {"error_names", error_names(error_bits)},
+            {"fault_addr", fault_addr}};
+  }
+  // Prints the result and exits with 1 if anything did not verify.
+  json finish(json result, const std::string& what) const {
+    result.update(to_json());
+    if (mismatches != 0 || errors != 0) {
+      throw CommandFailed(what + ": " + std::to_string(mismatches) + " mismatches, " +
+                              std::to_string(errors) + " errors",
+                          result);
+    }
+    return result;
+  }
+};
+
+double gbps(std::uint64_t bytes, std::uint64_t ns) {
+  return ns == 0 ? 0.0 : static_cast<double>(bytes) * 8.0 / static_cast<double>(ns);
+}
+
+json latency(std::vector<std::uint64_t> ns) {
+  if (ns.empty()) return json::object();
+  std::sort(ns.begin(), ns.end());
+  const auto at = [&](double q) {
+    return ns[static_cast<std::size_t>(q * static_cast<double>(ns.size() - 1))];
+  };
+  return {
+      {"p50_ns", at(0.50)}, {"p99_ns", at(0.99)}, {"min_ns", ns.front()}, {"max_ns", ns.back()}};
+}
+
+template <typename Access>
+std::vector<std::uint64_t> timed(std::size_t samples, Access access) {
+  std::vector<std::uint64_t> ns(samples);
+  for (std::size_t i = 0; i < samples; ++i) {
+    const std::uint64_t start = now_ns();
+    access(i);
+    ns[i] = now_ns() - start;
+  }
+  return ns;
+}
+
+// 8-byte word `index` of a RAM BAR region at `offset` (memcpy: plain RAM, no MMIO rules).
+std::uint64_t ram_word(BarAccess& bar, std::uint64_t offset, std::uint64_t index) {
+  if (std::uint8_t* ram = bar.ram()) {
+    std::uint64_t word;
+    std::memcpy(&word, ram + offset + 8 * index, 8);
+    return word;
+  }
+  return bar.read(offset + 8 * index, 8);
+}
+
+std::filesystem::path lock_dir(const RunOptions& options) {
+  return options.lock_dir.empty() ? default_lock_dir() : options.lock_dir;
+}
+
+// The bench region of GPU `self` in every GPU: slots of 8 MiB / GPU_COUNT (a power of two, at
+// most 4 MiB), slot `self` belonging to the bench run on GPU `self`.
+std::uint64_t bench_slot_bytes(std::uint32_t gpu_count) {
+  std::uint64_t slot = 4 * kMiB;
+  while (slot > 4096 && slot * gpu_count > kBenchEnd - kBenchBase) slot /= 2;
+  return slot;
+}
+
+}  // namespace
+
+json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& options) {
+  const Geometry geometry = read_geometry(gpu, true);
+  const std::uint32_t self = geometry.gpu_id;
+  if (self >= geometry.gpu_count) {
+    throw CommandError("GPU_ID " + std::to_string(self) + " is not below GPU_COUNT " +
+                       std::to_string(geometry.gpu_count));
+  }
+  const std::uint32_t peer =
+      command.peer.value_or(geometry.gpu_count > 1 ? (self + 1) % geometry.gpu_count : self);
+  if (peer >= geometry.gpu_count) {
+    throw CommandError("--peer " + std::to_string(peer) + ": the fabric has " +
+                       std::to_string(geometry.gpu_count) + " GPUs");
+  }
+  const std::uint64_t slot = bench_slot_bytes(geometry.gpu_count);
+  const std::uint64_t region = kBenchBase + self * slot;
+  BarAccess& window = gpu.bar(kWindowBar);
+  BarAccess& hbm = gpu.bar(kHbmBar);
+  if (kBenchEnd > geometry.aperture_bytes() || region + slot > hbm.size() ||
+      slot * geometry.gpu_count > kBenchEnd - kBenchBase) {
+    throw CommandError("bench needs 40 MiB of GPU memory (HBM " + std::to_string(hbm.size()) +
+                       " bytes, aperture " + std::to_string(geometry.aperture_mib) + " MiB)");
+  }
+  const std::uint64_t peer_base = geometry.window_addr(peer, region);
+  const std::uint64_t local_base = geometry.window_addr(self, region);
+  const bool quick = command.quick;
+  // A fresh seed per run: data left by an earlier run cannot pass as this run's.
+  const std::uint64_t seed = now_ns() ^ (std::uint64_t{self} << 48);
+
+  DeviceLock lock(gpu.bdf(), lock_dir(options));  // atomics and copies use the register set
+  take_error(gpu);
+  Tally tally;
+
+  // (a) Latency: 8-byte window loads of a pattern stored first; local HBM; BAR 0 SCRATCH.
+  const std::size_t samples = std::min<std::uint64_t>(quick ? 256 : 2048, slot / 16);
+  for (std::size_t i = 0; i < samples; ++i) {
+    window.write(peer_base + 8 * i, 8, pattern_word(seed + 1, i));
+  }
+  const auto window_ns = timed(samples, [&](std::size_t i) {
+    tally.check(window.read(peer_base + 8 * i, 8), pattern_word(seed + 1, i));
+  });
+  for (std::size_t i = 0; i < samples; ++i) hbm.write(region + 8 * i, 8, pattern_word(seed + 2, i));
+  const auto hbm_ns = timed(samples, [&](std::size_t i) {
+    tally.check(hbm.read(region + 8 * i, 8), pattern_word(seed + 2, i));
+  });
+  gpu.write(kScratch, seed);
+  const auto mmio_ns = timed(samples, [&](std::size_t) { tally.check(gpu.read(kScratch), seed); });
+  tally.add(take_error(gpu));
+  const json mmio = latency(mmio_ns);
+
+  // (b) Store bandwidth: 8-byte stores; the load of the last word completes after all of them
+  // (one destination: performed in order, a read sees earlier writes).
+  const std::uint64_t store_bytes = std::min<std::uint64_t>(quick ? 256 * 1024 : kMiB, slot / 2);
+  const std::uint64_t store_words = store_bytes / 8;
+  const std::uint64_t store_start = now_ns();
+  for (std::uint64_t i = 0; i < store_words; ++i) {
+    window.write(peer_base + 8 * i, 8, pattern_word(seed + 3, i));
+  }
+  tally.check(window.read(peer_base + store_bytes - 8, 8), pattern_word(seed + 3, store_words - 1));
+  const std::uint64_t store_ns = now_ns() - store_start;
+  const std::uint64_t stride = quick ? 8 : 1;
+  std::uint64_t store_checked = 0;
+  for (std::uint64_t i = 0; i < store_words; i += stride, ++store_checked) {
+    tally.check(window.read(peer_base + 8 * i, 8), pattern_word(seed + 3, i));
+  }
+  tally.add(take_error(gpu));
+
+  // (d) Atomic rate: fetch-add 1 on a peer counter; every old value is the count so far.
+  const std::uint64_t atomic_ops = quick ? 256 : 4096;
+  const std::uint64_t counter = peer_base + slot - 8;
+  std::uint32_t atomic_status = run_atomic(gpu, AtomicOp::kSwap, counter, 8, 0).status;
+  const std::uint64_t atomic_start = now_ns();
+  for (std::uint64_t i = 0; i < atomic_ops && atomic_status == 0; ++i) {
+    const AtomicResult result = run_atomic(gpu, AtomicOp::kFetchAdd, counter, 8, 1);
+    atomic_status = result.status;
+    if (result.status == 0) tally.check(result.old_value, i);
+  }
+  const std::uint64_t atomic_ns = now_ns() - atomic_start;
+  if (atomic_status != 0) ++tally.errors;
+  const std::uint64_t final_count = window.read(counter, 8);
+  tally.check(final_count, atomic_ops);
+  tally.add(take_error(gpu));
+
+  // (c) Copy engine, peer -> local: the source is filled by a local -> peer copy of a pattern,
+  // the local destination zeroed before each copy and compared through BAR 2.
+  const std::uint64_t copy_max = std::min<std::uint64_t>(quick ? kMiB : 4 * kMiB, slot);
+  std::vector<std::uint64_t> expected(copy_max / 8);
+  for (std::uint64_t i = 0; i < expected.size(); ++i) expected[i] = pattern_word(seed + 4, i);
+  std::uint8_t* ram = hbm.ram();
+  const auto fill_local = [&](std::uint64_t bytes, const std::uint64_t* words) {
+    if (ram != nullptr) {
+      if (words != nullptr) {
+        std::memcpy(ram + region, words, bytes);
+      } else {
+        std::memset(ram + region, 0, bytes);
+      }
+    } else {
+      for (std::uint64_t i = 0; i < bytes / 8; ++i) {
+        hbm.write(region + 8 * i, 8, words ? words[i] : 0);
+      }
+    }
+  };
+  const auto copy_timeout = options.copy_timeout;
+  json copies = json::array();
+  fill_local(copy_max, expected.data());
+  const CopyResult fill = run_copy(gpu, local_base, peer_base, copy_max, copy_timeout);
+  json copy_fill = {{"bytes", copy_max},
+                    {"ns", fill.ns},
+                    {"gbps", gbps(copy_max, fill.ns)},
+                    {"done", fill.state == kCopyDone}};
+  if (fill.state != kCopyDone) {
+    ++tally.errors;
+    copy_fill["code_name"] = status_code_name(fill.code);
+  } else {
+    for (const std::uint64_t bytes : {std::uint64_t{4096}, std::uint64_t{65536}, kMiB, 4 * kMiB}) {
+      if (bytes > copy_max) break;
+      fill_local(bytes, nullptr);
+      const CopyResult result = run_copy(gpu, peer_base, local_base, bytes, copy_timeout);
+      json entry = {{"bytes", bytes},
+                    {"ns", result.ns},
+                    {"gbps", gbps(bytes, result.ns)},
+                    {"done", result.state == kCopyDone}};
+      if (result.state != kCopyDone) {
+        ++tally.errors;
+        entry["code_name"] = status_code_name(result.code);
+      } else if (ram != nullptr && std::memcmp(ram + region, expected.data(), bytes) == 0) {
+        tally.verified += bytes / 8;
+      } else {
+        for (std::uint64_t i = 0; i < bytes / 8; ++i) {
+          tally.check(ram_word(hbm, region, i), expected[i]);
+        }
+      }
+      copies.push_back(entry);
+    }
+  }
+  tally.add(take_error(gpu));
+
+  json result = {
+      {"bdf", gpu.bdf()},
+      {"gpu_id", self},
+      {"peer", peer},
+      {"gpu_count", geometry.gpu_count},
+      {"quick", quick},
+      {"region", {{"peer_addr", peer_base}, {"local_addr", local_base}, {"slot_bytes", slot}}},
+      {"latency",
+       {{"samples", samples},
+        {"window_load", latency(window_ns)},
+        {"local_hbm_load", latency(hbm_ns)},
+        {"mmio_read", mmio}}},
+      {"mmio_trap_ns", mmio.value("p50_ns", std::uint64_t{0})},
+      {"store",
+       {{"bytes", store_bytes},
+        {"ns", store_ns},
+        {"gbps", gbps(store_bytes, store_ns)},
+        {"words_checked", store_checked}}},
+      {"copy", copies},
+      {"copy_fill", copy_fill},
+      {"atomic",
+       {{"ops", atomic_ops},
+        {"ns", atomic_ns},
+        {"ops_per_s", atomic_ns == 0
+                          ? 0.0
+                          : static_cast<double>(atomic_ops) * 1e9 / static_cast<double>(atomic_ns)},
+        {"final", final_count},
+        {"status_name", status_code_name(atomic_status)}}}};
+  return tally.finish(std::move(result), "bench");
+}
+
+std::uint64_t alltoall_seed(std::uint64_t salt, std::uint64_t src, std::uint64_t dst) {
+  return pattern_word(salt, (src << 32) | dst);
+}
+
+namespace {
+
+// One arrival of every local GPU (fetch-add 1 on the barrier word), then window loads of the
+// word until it reaches the end of this generation: (old / G + 1) * G. Returns the wait.
+std::uint64_t barrier(GpuList& gpus, std::uint64_t addr, std::uint32_t total,
+                      std::chrono::nanoseconds timeout, const RunOptions& options) {
+  std::uint64_t target = 0;
+  for (auto& gpu : gpus) {
+    AtomicResult arrival;
+    {
+      DeviceLock lock(gpu->bdf(), lock_dir(options));
+      arrival = run_atomic(*gpu, AtomicOp::kFetchAdd, addr, 8, 1);
+    }
+    if (arrival.status != 0) {
+      throw CommandError("alltoall barrier: fetch-add at " + hex(addr) + " on " + gpu->bdf() +
+                         " failed (" + status_code_name(arrival.status) + ")");
+    }
+    target = std::max(target, (arrival.old_value / total + 1) * total);
+  }
+  BarAccess& window = gpus.front()->bar(kWindowBar);
+  const std::uint64_t start = now_ns();
+  auto backoff = std::chrono::microseconds(1);
+  for (;;) {
+    const std::uint64_t count = window.read(addr, 8);
+    if (count == ~std::uint64_t{0}) {
+      const ErrorState error = take_error(*gpus.front());
+      if (error.bits != 0) {
+        throw CommandError("alltoall barrier: load of " + hex(addr) + " failed (ERROR " +
+                           hex(error.bits) + ")");
+      }
+    }
+    if (count >= target) return now_ns() - start;
+    if (now_ns() - start > static_cast<std::uint64_t>(timeout.count())) {
+      throw CommandError("alltoall barrier at " + hex(addr) + " timed out after " +
+                         std::to_string(timeout.count() / 1'000'000'000) + " s: counter " +
+                         std::to_string(count) + ", waiting for " + std::to_string(target) + " (" +
+                         std::to_string(total) +
+                         " GPUs; did every VM start alltoall with the same --salt and "
+                         "--gpus-total?)");
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min<std::chrono::microseconds>(backoff * 2, std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+json run_alltoall(const GuestCommand& command, GpuList& gpus, const RunOptions& options) {
+  const std::uint64_t n = *command.bytes_per_peer;
+  const std::uint64_t salt = *command.salt;
+  std::vector<Geometry> geometries;
+  for (auto& gpu : gpus) geometries.push_back(read_geometry(*gpu, true));
+  const Geometry& first = geometries.front();
+  const std::uint32_t total = command.gpus_total.value_or(first.gpu_count);
+  if (total > first.gpu_count) {
+    throw CommandError("--gpus-total " + std::to_string(total) + ": the fabric has " +
+                       std::to_string(first.gpu_count) + " GPUs");
+  }
+  json local_ids = json::array();
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    if (geometries[k].gpu_id >= total) {
+      throw CommandError("local GPU " + std::to_string(geometries[k].gpu_id) +
+                         " is not among the " + std::to_string(total) + " GPUs taking part");
+    }
+    if (kAlltoallBase + total * n >
+        std::min(gpus[k]->bar(kHbmBar).size(), static_cast<std::size_t>(first.aperture_bytes()))) {
+      throw CommandError("alltoall needs 48 MiB + " + std::to_string(total) + " x " +
+                         std::to_string(n) + " bytes of GPU memory; HBM has " +
+                         std::to_string(gpus[k]->bar(kHbmBar).size()));
+    }
+    local_ids.push_back(geometries[k].gpu_id);
+    take_error(*gpus[k]);
+  }
+  const std::uint64_t barrier_addr =
+      first.window_addr(0, kBarrierBase + 8 * (salt % kBarrierWords));
+  const auto timeout = command.timeout_s ? std::chrono::seconds(*command.timeout_s)
+                                         : std::chrono::nanoseconds(options.barrier_timeout);
+  const std::uint64_t words = n / 8;
+  Tally tally;
+
+  // Phase 1: every local GPU writes its pattern into every other GPU; a load of the last word
+  // written to each destination returns after all the stores before it (per-destination
+  // order), so the data is in place before this GPU arrives at the barrier.
+  std::uint64_t bytes_written = 0;
+  const std::uint64_t write_start = now_ns();
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    const std::uint64_t src = geometries[k].gpu_id;
+    BarAccess& window = gpus[k]->bar(kWindowBar);
+    for (std::uint64_t dst = 0; dst < total; ++dst) {
+      if (dst == src) continue;
+      const std::uint64_t base = first.window_addr(dst, kAlltoallBase + src * n);
+      const std::uint64_t seed = alltoall_seed(salt, src, dst);
+      for (std::uint64_t i = 0; i < words; ++i)
+        window.write(base + 8 * i, 8, pattern_word(seed, i));
+      bytes_written += n;
+    }
+    for (std::uint64_t dst = 0; dst < total; ++dst) {
+      if (dst == src) continue;
+      const std::uint64_t last = first.window_addr(dst, kAlltoallBase + src * n + n - 8);
+      tally.check(window.read(last, 8), pattern_word(alltoall_seed(salt, src, dst), words - 1));
+    }
+    tally.add(take_error(*gpus[k]));
+  }
+  const std::uint64_t write_ns = now_ns() - write_start;
+
+  json waits = json::array();
+  waits.push_back(barrier(gpus, barrier_addr, total, timeout, options));
+
+  // Phase 2: what every other GPU wrote into this VM's GPUs, read through the local HBM BAR.
+  std::uint64_t bytes_verified = 0;
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    const std::uint64_t dst = geometries[k].gpu_id;
+    BarAccess& hbm = gpus[k]->bar(kHbmBar);
+    for (std::uint64_t src = 0; src < total; ++src) {
+      if (src == dst) continue;
+      const std::uint64_t seed = alltoall_seed(salt, src, dst);
+      for (std::uint64_t i = 0; i < words; ++i) {
+        tally.check(ram_word(hbm, kAlltoallBase + src * n, i), pattern_word(seed, i));
+      }
+      bytes_verified += n;
+    }
+  }
+  // Exit barrier: nobody leaves (and perhaps starts the next round) while others still read.
+  waits.push_back(barrier(gpus, barrier_addr, total, timeout, options));
+  for (auto& gpu : gpus) tally.add(take_error(*gpu));
+
+  json result = {{"gpus_total", total},          {"local_gpus", local_ids},
+                 {"bytes_per_peer", n},          {"salt", salt},
+                 {"barrier_addr", barrier_addr}, {"bytes_written", bytes_written},
+                 {"write_ns", write_ns},         {"gbps", gbps(bytes_written, write_ns)},
+                 {"barrier_wait_ns", waits},     {"bytes_verified", bytes_verified}};
+  return tally.finish(std::move(result), "alltoall");
+}
+
+}  // namespace ethx::guest
