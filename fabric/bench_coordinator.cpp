@@ -427,8 +427,8 @@ int run_bench_attached(const BenchOptions& options) {
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
-  if (!options.fabric.empty()) return run_bench_attached(options);
-  if (options.vms > 0) return run_vm_bench(options);
+  if (!options.fabric.empty() && !options.with_vms) return run_bench_attached(options);
+  if (options.with_vms) return run_vm_bench(options);
   // Privileges first: before the topology file, any probe, namespace or process.
   std::string transport;
   try {

@@ -18,8 +18,11 @@ struct BenchOptions {
   std::string fabric;
   // Non-zero: the GPUs are ethx-gpu devices in this many QEMU VMs, and the benchmarks run in
   // the guests (vm_bench.hpp).
+  // --vms [N]: the benchmarks run inside VMs: those of the running fabric (--fabric, default
+  // "default") when it has VMs, else N (default 2) temporary ones.
+  bool with_vms = false;
   std::size_t vms = 0;
-  std::size_t gpus_per_vm = 2;
+  std::size_t gpus_per_vm = 4;
 };
 
 // Returns the process exit status: non-zero on mismatches or unexpected errors.

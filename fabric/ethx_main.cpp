@@ -50,12 +50,14 @@ int bench(int argc, char** argv) {
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
       "fabric", po::value(&options.fabric),
       "run on the fabric `ethx up --name NAME` started (its GPUs and transport)")(
-      "vms", po::value(&options.vms),
-      "boot this many VMs whose ethx-gpu devices are the GPUs; benchmarks run in the guests")(
-      "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(2), "ethx-gpu devices per VM");
+      "vms", po::value(&options.vms)->implicit_value(0),
+      "run the suite inside VMs: those `ethx up --vms` started, else N (default 2) temporary "
+      "ones (docs/vms.md)")("gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4),
+                            "ethx-gpu devices per VM (temporary VMs)");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
-  if (!options.fabric.empty() &&
+  options.with_vms = vm.count("vms") != 0;
+  if (!options.fabric.empty() && !options.with_vms &&
       (vm.count("gpus") || !vm["transport"].defaulted() || vm.count("config"))) {
     std::cerr << "ethx bench: --fabric uses the running fabric's GPUs, transport and config; "
                  "drop --gpus, --transport and --config\n";
@@ -74,8 +76,9 @@ int up(int argc, char** argv) {
       "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
                                        "topology file (default: embedded)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
-      "vms", po::value(&options.vms), "GPUs 0.. live in this many QEMU VMs (docs/vms.md)")(
-      "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(2), "ethx-gpu devices per VM")(
+      "vms", po::value(&options.vms)->implicit_value(2),
+      "GPUs 0.. live in this many QEMU VMs (alone: 2; docs/vms.md)")(
+      "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4), "ethx-gpu devices per VM")(
       "vm-append", po::value(&options.vm_append), "extra guest kernel command line");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;

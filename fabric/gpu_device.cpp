@@ -32,6 +32,7 @@ constexpr std::int64_t kIdleWaitNs = 50'000'000;
 // frame of posted writes this long so consecutive stores share it (unless the config sets
 // fabric.write_combine_ns). A load or flush sends it at once.
 constexpr TimeNs kDeviceWriteCombineNs = 2'000;
+constexpr int kYieldsBeforeSleep = 2000;
 
 DeviceStatus from_wire(wire::Status status) {
   switch (status) {
@@ -248,6 +249,13 @@ void GpuDevice::enqueue(std::shared_ptr<Request> request) {
 
 DeviceResult GpuDevice::submit_and_wait(std::shared_ptr<Request> request) {
   enqueue(request);
+  // A remote load completes in tens of microseconds: yield (letting the service thread, the
+  // switch and the peer run on the other core) before sleeping on the futex, whose wake-up
+  // would add a scheduler round trip to every load.
+  for (int i = 0; i < kYieldsBeforeSleep && request->done.load(std::memory_order_acquire) == 0;
+       ++i) {
+    std::this_thread::yield();
+  }
   request->done.wait(0);
   return request->result;
 }

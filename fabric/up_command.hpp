@@ -20,7 +20,7 @@ struct UpOptions {
   bool quiet = false;
   // VMs: GPUs 0 .. vms × gpus_per_vm − 1 are ethx-gpu devices in that many QEMU VMs.
   std::size_t vms = 0;
-  std::size_t gpus_per_vm = 2;
+  std::size_t gpus_per_vm = 4;
   std::string vm_append;  // extra guest kernel command line (e.g. ethx.run=list)
 };
 int run_up(const UpOptions& options);

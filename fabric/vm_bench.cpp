@@ -8,11 +8,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "fabric/fabric_launcher.hpp"
+#include "fabric/guest_agent.hpp"
+#include "fabric/netns_topology.hpp"
 #include "fabric/process_signals.hpp"
+#include "fabric/run_state.hpp"
 #include "fabric/socket_transport.hpp"
+#include "fabric/stats.hpp"
 #include "fabric/vm_plan.hpp"
 
 namespace ethx {
@@ -20,35 +27,52 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kVmDeadlineMs = 900'000;  // 15 min for the slowest guest under TCG
-
-// What each VM runs: the microbenchmarks on its first GPU against the next VM's first GPU
-// (so loads cross the switch between two QEMU processes), then the all-to-all of every GPU of
-// every VM. Commas stand for spaces (docs/guest-image.md).
-std::string guest_commands(std::size_t vm, const VmPlan& plan, bool quick) {
-  const std::size_t gpu = vm * plan.gpus_per_vm;
-  const std::size_t peer = plan.count > 1 ? ((vm + 1) % plan.count) * plan.gpus_per_vm
-                                          : (plan.gpus_per_vm > 1 ? gpu + 1 : gpu);
-  const std::size_t bytes_per_peer = quick ? 16 << 10 : 256 << 10;
-  std::string commands = "ethx.run=bench,--gpu," + std::to_string(gpu) + ",--peer," +
-                         std::to_string(peer) + (quick ? ",--quick" : "");
-  commands += " ethx.run=alltoall,--bytes-per-peer," + std::to_string(bytes_per_peer) +
-              ",--salt,7,--gpus-total," + std::to_string(plan.vm_gpus());
-  return commands;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+constexpr std::int64_t kCommandTimeoutMs = 600'000;  // the slowest guest command under TCG
 
 std::uint64_t sum_key(const json& value, const char* key) {
   return value.is_object() && value.contains(key) && value[key].is_number_unsigned()
              ? value[key].get<std::uint64_t>()
              : 0;
 }
+
+double number_at(const json& value, std::initializer_list<const char*> path) {
+  const json* node = &value;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return 0.0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->get<double>() : 0.0;
+}
+
+// The host's bare echo over the same transport, through an ethx-switch, measured in the same
+// run: a fabric of two ethx-node processes of its own (its own names), 3 rounds, medians.
+json host_bare_echo(const std::string& transport, const std::string& config_path, bool quick) {
+  TopologyConfig topology = load_topology(config_path, 2);
+  LaunchOptions launch;
+  launch.transport = transport;
+  if (is_socket_transport(transport)) launch.netns_tag = netns::random_tag();
+  FabricLauncher fabric("e" + std::to_string(::getpid()), config_path, topology, launch);
+  fabric.start();
+  std::vector<double> p50, p99;
+  for (int round = 0; round < 3; ++round) {
+    const json echo =
+        fabric.client().run(0, {{"op", "echo"}, {"peer", 1}, {"count", quick ? 500 : 2000}});
+    p50.push_back(echo["p50_ns"].get<double>());
+    p99.push_back(echo["p99_ns"].get<double>());
+  }
+  fabric.stop();
+  return {{"p50", static_cast<std::uint64_t>(median(p50) + 0.5)},
+          {"p99", static_cast<std::uint64_t>(median(p99) + 0.5)}};
+}
+
+struct VmTarget {
+  std::string log_directory;  // where the agent sockets are
+  std::size_t vms = 0;
+  std::size_t gpus_per_vm = 0;
+  std::string transport;
+  std::string config_path;
+  std::string stats_file;  // attached fabrics: the switch's live counters
+};
 
 }  // namespace
 
@@ -87,112 +111,245 @@ json guest_json(const std::string& output) {
 }
 
 int run_vm_bench(const BenchOptions& options) {
-  std::string transport;
-  try {
-    transport = choose_transport(options.transport, "ethx bench");
-  } catch (const TransportUnavailable& error) {
-    std::cerr << error.what() << "\n";
+  const auto wall_start = std::chrono::steady_clock::now();
+  const std::string name = options.fabric.empty() ? "default" : options.fabric;
+  RunDirectory directory(name);
+  directory.lock();  // the agents serve one client at a time
+  std::optional<RunState> state = directory.load();
+  const bool attached = state && state->vms > 0;
+  if (state && !attached) {
+    std::cerr << "ethx bench: fabric '" << name << "' is up without VMs; use `ethx bench --fabric "
+              << name << "` for it, or `ethx down` it first\n";
     return 2;
   }
-  const auto wall_start = std::chrono::steady_clock::now();
-  VmPlan plan;
-  plan.count = options.vms;
-  plan.gpus_per_vm = options.gpus_per_vm;
-  locate_vm_image(plan);
-  for (std::size_t vm = 0; vm < plan.count; ++vm) {
-    plan.kernel_args.push_back(guest_commands(vm, plan, options.quick));
-  }
-  if (options.gpus != 0 && options.gpus != plan.vm_gpus()) {
-    throw ConfigError("--gpus " + std::to_string(options.gpus) + ": with --vms the fabric has " +
-                      "--vms × --gpus-per-vm = " + std::to_string(plan.vm_gpus()) + " GPUs");
-  }
-  const TopologyConfig topology = load_topology(options.config_path, plan.vm_gpus());
-
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
-  const std::string fabric_name = "v" + std::to_string(::getpid());
-  const std::string log_directory =
-      (std::filesystem::temp_directory_path() / ("ethx-" + fabric_name)).string();
-  std::filesystem::create_directories(log_directory);
-  LaunchOptions launch;
-  launch.transport = transport;
-  launch.log_directory = log_directory;
-  launch.vms = plan;
-  FabricLauncher fabric(fabric_name, options.config_path, topology, launch);
-  if (!options.quiet) {
-    std::cerr << "ethx bench: booting " << plan.count << " VMs with " << plan.gpus_per_vm
-              << " GPUs each over " << transport << " (TCG; consoles in " << log_directory << ")\n";
-  }
-  fabric.start();
-  const auto booted = std::chrono::steady_clock::now();
-  // Each guest powers off after its commands; wait for every QEMU to exit.
-  const auto deadline = booted + std::chrono::milliseconds(kVmDeadlineMs);
-  std::vector<std::string> failures;
-  for (std::size_t vm = 0; vm < fabric.vms().size(); ++vm) {
-    ChildProcess& qemu = fabric.vms()[vm];
-    while (!qemu.wait_exit(100)) {
-      if (g_stop_requested.load()) throw Interrupted();
-      if (std::chrono::steady_clock::now() > deadline) {
-        failures.push_back("VM " + std::to_string(vm) + " did not finish within 15 min");
-        qemu.terminate();
-        break;
-      }
-    }
-  }
-  const json switch_stats = fabric.stop();
 
-  json report;
-  report["vms"] = plan.count;
-  report["gpus_per_vm"] = plan.gpus_per_vm;
-  report["gpus"] = topology.gpu_count;
-  report["transport"] = transport;
-  json guests = json::array();
-  std::uint64_t verified = 0, mismatches = 0, errors = 0;
-  for (std::size_t vm = 0; vm < plan.count; ++vm) {
-    const std::vector<GuestBlock> blocks =
-        parse_guest_console(read_file(vm_serial_path(log_directory, vm)));
-    json commands = json::array();
-    for (const GuestBlock& block : blocks) {
-      const json result = guest_json(block.output);
-      verified += sum_key(result, "verified_ops");
-      mismatches += sum_key(result, "mismatches");
-      errors += sum_key(result, "errors");
-      if (block.exit_status != 0) {
-        failures.push_back("VM " + std::to_string(vm) + ": a guest command exited with " +
-                           std::to_string(block.exit_status) + ": " + block.output);
+  VmTarget target;
+  std::optional<FabricLauncher> owned;  // a fabric of our own when none is up
+  std::string temporary_logs;
+  if (attached) {
+    if (options.vms != 0 && options.vms != state->vms) {
+      std::cerr << "ethx bench: fabric '" << name << "' has " << state->vms << " VMs, not "
+                << options.vms << "\n";
+      return 2;
+    }
+    for (const RecordedProcess& process : state->processes) {
+      if (!process.running()) {
+        std::cerr << "ethx bench: fabric '" << name << "': " << process.role << " (pid "
+                  << process.pid << ") is gone; `ethx down` and `ethx up` again\n";
+        return 1;
       }
-      commands.push_back({{"exit", block.exit_status}, {"result", result}});
     }
-    if (blocks.size() != 2) {
-      failures.push_back(
-          "VM " + std::to_string(vm) + ": " + std::to_string(blocks.size()) +
-          " of 2 guest commands reported (console: " + vm_serial_path(log_directory, vm) + ")");
+    target = {directory.path(), state->vms,         state->gpus_per_vm,
+              state->transport, state->config_path, state->stats_file};
+  } else {
+    std::string transport;
+    try {
+      transport = choose_transport(options.transport, "ethx bench");
+    } catch (const TransportUnavailable& error) {
+      std::cerr << error.what() << "\n";
+      return 2;
     }
-    guests.push_back({{"vm", vm}, {"commands", commands}});
+    VmPlan plan;
+    plan.count = options.vms == 0 ? 2 : options.vms;
+    plan.gpus_per_vm = options.gpus_per_vm;
+    locate_vm_image(plan);
+    if (options.gpus != 0 && options.gpus != plan.vm_gpus()) {
+      throw ConfigError("--gpus " + std::to_string(options.gpus) + ": with --vms the fabric has " +
+                        "--vms × --gpus-per-vm = " + std::to_string(plan.vm_gpus()) + " GPUs");
+    }
+    const TopologyConfig topology = load_topology(options.config_path, plan.vm_gpus());
+    const std::string fabric_name = "v" + std::to_string(::getpid());
+    temporary_logs = (std::filesystem::temp_directory_path() / ("ethx-" + fabric_name)).string();
+    std::filesystem::create_directories(temporary_logs);
+    LaunchOptions launch;
+    launch.transport = transport;
+    launch.log_directory = temporary_logs;
+    launch.vms = plan;
+    if (!options.quiet) {
+      std::cerr << "ethx bench: no fabric with VMs is up; booting " << plan.count << " VMs × "
+                << plan.gpus_per_vm << " GPUs over " << transport << " (consoles in "
+                << temporary_logs << ")\n";
+    }
+    owned.emplace(fabric_name, options.config_path, topology, launch);
+    owned->start();
+    target = {temporary_logs, plan.count, plan.gpus_per_vm, transport, options.config_path, ""};
   }
-  report["guests"] = guests;
-  if (!guests.empty() && !guests[0]["commands"].empty()) {
-    report["bench"] = guests[0]["commands"][0]["result"];  // VM 0's microbenchmarks
+  const std::size_t gpus = target.vms * target.gpus_per_vm;
+  const auto ready = std::chrono::steady_clock::now();
+
+  if (!options.quiet) std::cerr << "ethx bench: host bare echo over " << target.transport << "\n";
+  const json baseline = host_bare_echo(target.transport, target.config_path, options.quick);
+
+  std::vector<std::unique_ptr<GuestAgent>> agents;
+  for (std::size_t vm = 0; vm < target.vms; ++vm) {
+    agents.push_back(std::make_unique<GuestAgent>(vm_agent_path(target.log_directory, vm), 10'000));
   }
+  json guests = json::array();
+  std::vector<std::string> failures;
+  std::uint64_t verified = 0, mismatches = 0, errors = 0;
+  auto account = [&](std::size_t vm, const std::string& command, const GuestBlock& block) {
+    const json result = guest_json(block.output);
+    verified += sum_key(result, "verified_ops");
+    mismatches += sum_key(result, "mismatches");
+    errors += sum_key(result, "errors");
+    if (block.exit_status != 0 || result.is_null()) {
+      failures.push_back("VM " + std::to_string(vm) + ": `ethx-guest " + command + "` exited " +
+                         std::to_string(block.exit_status) + ": " + block.output.substr(0, 400));
+    }
+    return result;
+  };
+
+  // Microbenchmarks, one VM at a time (their latencies must not disturb each other): the VM's
+  // first GPU against the next VM's first GPU, so every access crosses between two QEMUs.
+  std::vector<json> benches;
+  for (std::size_t vm = 0; vm < target.vms; ++vm) {
+    const std::size_t gpu = vm * target.gpus_per_vm;
+    const std::size_t peer = target.vms > 1 ? ((vm + 1) % target.vms) * target.gpus_per_vm
+                                            : (target.gpus_per_vm > 1 ? gpu + 1 : gpu);
+    const std::string command = "bench --gpu " + std::to_string(gpu) + " --peer " +
+                                std::to_string(peer) + (options.quick ? " --quick" : "");
+    if (!options.quiet) std::cerr << "ethx bench: VM " << vm << ": ethx-guest " << command << "\n";
+    benches.push_back(account(vm, command, agents[vm]->run(command, kCommandTimeoutMs)));
+  }
+
+  // All-to-all: every GPU of every VM writes every other GPU at once (a fabric barrier inside
+  // the guests lines them up); a fresh salt per run so stale data cannot verify.
+  const std::uint64_t bytes_per_peer = options.quick ? 16 << 10 : 256 << 10;
+  const std::uint64_t salt =
+      static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
+      100000;
+  const std::string alltoall = "alltoall --bytes-per-peer " + std::to_string(bytes_per_peer) +
+                               " --salt " + std::to_string(salt) + " --gpus-total " +
+                               std::to_string(gpus);
+  if (!options.quiet) std::cerr << "ethx bench: all VMs: ethx-guest " << alltoall << "\n";
+  std::vector<GuestBlock> alltoall_blocks(target.vms);
+  std::vector<std::string> alltoall_errors(target.vms);
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t vm = 0; vm < target.vms; ++vm) {
+      threads.emplace_back([&, vm] {
+        try {
+          alltoall_blocks[vm] = agents[vm]->run(alltoall, kCommandTimeoutMs);
+        } catch (const std::exception& error) {
+          alltoall_errors[vm] = error.what();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+  }
+  double alltoall_gbps = 0;
+  std::vector<json> alltoalls;
+  for (std::size_t vm = 0; vm < target.vms; ++vm) {
+    if (!alltoall_errors[vm].empty()) {
+      failures.push_back("VM " + std::to_string(vm) + ": " + alltoall_errors[vm]);
+      alltoalls.emplace_back();
+      continue;
+    }
+    alltoalls.push_back(account(vm, alltoall, alltoall_blocks[vm]));
+    alltoall_gbps += number_at(alltoalls.back(), {"gbps"});
+  }
+  for (std::size_t vm = 0; vm < target.vms; ++vm) {
+    guests.push_back({{"vm", vm}, {"bench", benches[vm]}, {"alltoall", alltoalls[vm]}});
+  }
+
+  json switch_stats;
+  if (owned) {
+    switch_stats = owned->stop();
+  } else {
+    std::ifstream in(target.stats_file);
+    switch_stats = in ? json::parse(in, nullptr, false) : json();
+    if (switch_stats.is_discarded()) switch_stats = json();
+  }
+
+  // The headless bench's keys, from VM 0's run, plus what only a VM has.
+  const json& first = benches.front();
+  json report;
+  report["gpus"] = gpus;
+  report["vms"] = target.vms;
+  report["gpus_per_vm"] = target.gpus_per_vm;
+  report["transport"] = target.transport;
+  report["fabric"] = attached ? name : std::string();
+  const auto as_int = [](double value) { return static_cast<std::uint64_t>(value + 0.5); };
+  report["load_latency_ns"] = {
+      {"p50", as_int(number_at(first, {"latency", "window_load", "p50_ns"}))},
+      {"p99", as_int(number_at(first, {"latency", "window_load", "p99_ns"}))}};
+  report["mmio_trap_ns"] = as_int(number_at(first, {"mmio_trap_ns"}));
+  report["hbm_load_ns"] = {
+      {"p50", as_int(number_at(first, {"latency", "local_hbm_load", "p50_ns"}))},
+      {"p99", as_int(number_at(first, {"latency", "local_hbm_load", "p99_ns"}))}};
+  report["baseline"] =
+      "host bare echo, 2 ethx-node processes through ethx-switch over the same transport";
+  report["baseline_rtt_ns"] = baseline;
+  const double load_p50 = report["load_latency_ns"]["p50"].get<double>();
+  const double echo_p50 = baseline["p50"].get<double>();
+  const double trap = report["mmio_trap_ns"].get<double>();
+  report["load_to_baseline_p50"] = echo_p50 > 0 ? load_p50 / echo_p50 : 0.0;
+  report["load_to_trap_plus_baseline_p50"] =
+      echo_p50 + trap > 0 ? load_p50 / (echo_p50 + trap) : 0.0;
+  report["store_bandwidth_gbps"] = {{"8", number_at(first, {"store", "gbps"})}};
+  json copies = json::object();
+  if (first.contains("copy") && first["copy"].is_array()) {
+    for (const json& copy : first["copy"]) {
+      copies[std::to_string(copy.value("bytes", 0))] = copy.value("gbps", 0.0);
+    }
+  }
+  report["copy_bandwidth_gbps"] = copies;
+  report["atomic_rate_mops"] = number_at(first, {"atomic", "ops_per_s"}) / 1e6;
+  report["all_to_all_gbps"] = alltoall_gbps;
+  report["all_to_all_bytes_per_peer"] = bytes_per_peer;
   report["verified_ops"] = verified;
   report["mismatches"] = mismatches;
   report["errors"] = errors;
   report["failures"] = failures;
+  report["guests"] = guests;
   if (switch_stats.is_object()) report["switch"] = switch_stats;
-  report["boot_to_ready_seconds"] = std::chrono::duration<double>(booted - wall_start).count();
+  report["ready_seconds"] = std::chrono::duration<double>(ready - wall_start).count();
   report["wall_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   const bool ok = failures.empty() && mismatches == 0 && errors == 0 && verified > 0;
-  if (ok) std::filesystem::remove_all(log_directory);
+  if (ok && !temporary_logs.empty()) std::filesystem::remove_all(temporary_logs);
+
   if (options.json) {
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << "ethx bench: " << plan.count << " VMs x " << plan.gpus_per_vm << " GPUs over "
-              << transport << ": verified ops " << verified << ", mismatches " << mismatches
-              << ", errors " << errors << "\n";
-    if (report.contains("bench")) std::cout << "VM 0: " << report["bench"].dump(2) << "\n";
-    for (const std::string& failure : failures) std::cout << "FAILED: " << failure << "\n";
-    if (!ok) std::cout << "consoles and logs kept in " << log_directory << "\n";
+    std::printf(
+        "ethx bench: %zu VMs x %zu GPUs over %s (in-guest, TCG; wall clock of this "
+        "emulator)\n\n",
+        target.vms, target.gpus_per_vm, target.transport.c_str());
+    std::printf("%-44s %10s %10s\n", "latency (VM 0 GPU -> next VM's GPU)", "p50 ns", "p99 ns");
+    std::printf("%-44s %10llu %10llu\n", "host bare echo (baseline)",
+                static_cast<unsigned long long>(baseline["p50"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(baseline["p99"].get<std::uint64_t>()));
+    std::printf("%-44s %10llu\n", "MMIO read of a control register (trap)",
+                static_cast<unsigned long long>(report["mmio_trap_ns"].get<std::uint64_t>()));
+    std::printf("%-44s %10llu %10llu\n", "8 B load of the GPU's own HBM BAR",
+                static_cast<unsigned long long>(report["hbm_load_ns"]["p50"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(report["hbm_load_ns"]["p99"].get<std::uint64_t>()));
+    std::printf(
+        "%-44s %10llu %10llu   (%.2fx trap + baseline p50)\n", "8 B remote load through the window",
+        static_cast<unsigned long long>(report["load_latency_ns"]["p50"].get<std::uint64_t>()),
+        static_cast<unsigned long long>(report["load_latency_ns"]["p99"].get<std::uint64_t>()),
+        report["load_to_trap_plus_baseline_p50"].get<double>());
+    std::printf("\n%-44s %10.3f Gbit/s\n", "8 B posted stores through the window",
+                report["store_bandwidth_gbps"]["8"].get<double>());
+    for (const auto& [bytes, gbps] : copies.items()) {
+      std::printf("%-44s %10.3f Gbit/s\n", ("copy engine, " + bytes + " B").c_str(),
+                  gbps.get<double>());
+    }
+    std::printf("%-44s %10.3f Mops/s\n", "atomic fetch-add (command interface)",
+                report["atomic_rate_mops"].get<double>());
+    std::printf("%-44s %10.3f Gbit/s (aggregate, %zu GPUs)\n", "all-to-all 8 B stores",
+                alltoall_gbps, gpus);
+    std::printf("\nverified ops %llu, mismatches %llu, errors %llu, %.1f s (ready after %.1f s)\n",
+                static_cast<unsigned long long>(verified),
+                static_cast<unsigned long long>(mismatches),
+                static_cast<unsigned long long>(errors), report["wall_seconds"].get<double>(),
+                report["ready_seconds"].get<double>());
+    for (const std::string& failure : failures) std::printf("FAILED: %s\n", failure.c_str());
+    if (!ok && !temporary_logs.empty())
+      std::printf("consoles and logs kept in %s\n", temporary_logs.c_str());
   }
   return ok ? 0 : 1;
 }
