@@ -1,0 +1,179 @@
+// Two VMs × two GPUs on one fabric (`ethx up --vms 2 --gpus-per-vm 2`, TCG): from inside the
+// guests, through each VM's command agent (`ethx guest`), loads, stores of every width,
+// atomics and a copy that cross between the two QEMU processes, all with data checks; and a
+// load of an unmapped window address that returns all-ones, latches the error and leaves the
+// VM responsive. Label `vm`; needs QEMU and the guest image (fails naming the scripts).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/cli_test_support.hpp"
+#include "tests/integration/vm_test_support.hpp"
+
+namespace {
+
+using ethx::test::CommandResult;
+using ethx::test::run_command;
+using nlohmann::json;
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kAperture = 64 * kMiB;  // GPU k's window starts at k × 64 MiB ...
+constexpr std::uint64_t kHbm = 32 * kMiB;       // ... and only its first 32 MiB are mapped
+
+class VmFabric : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
+    if (!found.missing.empty()) {
+      setup_error_ = found.missing;
+      return;
+    }
+    root_ = std::filesystem::temp_directory_path() / ("ethx-vmtest-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(root_);
+    ::setenv("ETHX_RUN_DIR", root_.c_str(), 1);
+    config_ = root_ / "fabric.toml";
+    std::ofstream(config_) << "[fabric]\ngpus = 4\nhbm_bytes = " << kHbm
+                           << "\naperture_bytes = " << kAperture
+                           << "\nrequest_timeout_ns = 200000000\n";
+    const CommandResult up = run_command(
+        ethx("up --name vmt --vms 2 --gpus-per-vm 2 --quiet --config " + config_.string()));
+    if (up.exit_status != 0) setup_error_ = "ethx up failed: " + up.output;
+  }
+  static void TearDownTestSuite() {
+    if (root_.empty()) return;
+    run_command(ethx("down --name vmt --quiet"));
+    std::filesystem::remove_all(root_);
+    ::unsetenv("ETHX_RUN_DIR");
+  }
+  void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
+
+  static std::string ethx(const std::string& arguments) {
+    return ethx::test::ethx_binary() + " " + arguments + " 2>&1";
+  }
+  // Runs an ethx-guest command in VM `vm`; its exit status and JSON.
+  static std::pair<int, json> guest(int vm, const std::string& arguments) {
+    const CommandResult result = run_command(
+        ethx("guest --name vmt --vm " + std::to_string(vm) + " --timeout-s 60 -- " + arguments));
+    json value = json::parse(result.output.substr(0, result.output.find('\n')), nullptr, false);
+    if (value.is_discarded()) value = json{{"raw", result.output}};
+    return {result.exit_status, value};
+  }
+  static std::string window(int gpu, std::uint64_t offset) {
+    return std::to_string(gpu * kAperture + offset);
+  }
+
+  static inline std::string setup_error_;
+  static inline std::filesystem::path root_;
+  static inline std::filesystem::path config_;
+};
+
+TEST_F(VmFabric, StoresOfEveryWidthFromOneVmAreLoadedByTheOther) {
+  const std::uint64_t values[] = {0x5a, 0xbeef, 0xdeadbeef, 0x0123456789abcdef};
+  const int widths[] = {1, 2, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    const std::string at = window(3, 0x1000 + 16 * i);  // GPU 3 lives in VM 1
+    const auto [stored, store] =
+        guest(0, "store --gpu 1 --addr " + at + " --width " + std::to_string(widths[i]) +
+                     " --value " + std::to_string(values[i]));
+    ASSERT_EQ(stored, 0) << store.dump();
+    const auto [loaded, load] =
+        guest(1, "load --gpu 2 --addr " + at + " --width " + std::to_string(widths[i]));
+    ASSERT_EQ(loaded, 0) << load.dump();
+    EXPECT_EQ(load["value"].get<std::uint64_t>(), values[i]) << "width " << widths[i];
+    EXPECT_EQ(load["error"].get<std::uint64_t>(), 0u);
+  }
+}
+
+TEST_F(VmFabric, AtomicsFromBothVmsAreEachPerformedOnce) {
+  const std::string counter = window(2, 0x3000);  // GPU 2 lives in VM 1
+  const auto [a, first] =
+      guest(0, "atomic --gpu 0 --op fetch-add --addr " + counter + " --width 8 --operand 5");
+  ASSERT_EQ(a, 0) << first.dump();
+  const auto [b, second] =
+      guest(1, "atomic --gpu 3 --op fetch-add --addr " + counter + " --width 8 --operand 7");
+  ASSERT_EQ(b, 0) << second.dump();
+  EXPECT_EQ(second["old"].get<std::uint64_t>(), first["old"].get<std::uint64_t>() + 5);
+  const std::uint64_t now = second["old"].get<std::uint64_t>() + 7;
+  const auto [c, swap] = guest(0, "atomic --gpu 1 --op cas --addr " + counter +
+                                      " --width 8 --operand 100 --compare " + std::to_string(now));
+  ASSERT_EQ(c, 0) << swap.dump();
+  EXPECT_EQ(swap["old"].get<std::uint64_t>(), now);
+  EXPECT_EQ(guest(1, "load --gpu 2 --addr " + counter + " --width 8").second["value"], 100);
+}
+
+TEST_F(VmFabric, CopyEngineMovesDataBetweenGpusOfBothVms) {
+  // 16 words into GPU 1 (VM 0), copied by GPU 3 (VM 1) into GPU 2 (VM 1), read back by VM 0.
+  for (int word = 0; word < 16; ++word) {
+    const std::uint64_t value = 0x1111111111111111ull * (word + 1);
+    ASSERT_EQ(guest(0, "store --gpu 0 --addr " + window(1, 0x2000 + 8 * word) +
+                           " --width 8 --value " + std::to_string(value))
+                  .first,
+              0);
+  }
+  const auto [copied, copy] = guest(1, "copy --gpu 3 --src " + window(1, 0x2000) + " --dst " +
+                                           window(2, 0x8000) + " --bytes 128");
+  ASSERT_EQ(copied, 0) << copy.dump();
+  EXPECT_TRUE(copy["done"].get<bool>());
+  for (int word = 0; word < 16; ++word) {
+    const auto [status, load] =
+        guest(0, "load --gpu 1 --addr " + window(2, 0x8000 + 8 * word) + " --width 8");
+    ASSERT_EQ(status, 0) << load.dump();
+    EXPECT_EQ(load["value"].get<std::uint64_t>(), 0x1111111111111111ull * (word + 1)) << word;
+  }
+}
+
+TEST_F(VmFabric, UnmappedWindowLoadReturnsAllOnesLatchesTheErrorAndTheVmKeepsRunning) {
+  const std::uint64_t unmapped = 1 * kAperture + kHbm + 0x100;  // past GPU 1's memory
+  const auto [status, load] =
+      guest(0, "load --gpu 0 --addr " + std::to_string(unmapped) + " --width 8");
+  EXPECT_EQ(status, 1) << load.dump();
+  EXPECT_EQ(load["value"].get<std::uint64_t>(), ~std::uint64_t{0}) << load.dump();
+  EXPECT_EQ(load["fault_addr"].get<std::uint64_t>(), unmapped);
+  EXPECT_NE(load["error_names"].dump().find("out_of_window"), std::string::npos) << load.dump();
+  // Still serving: the same GPU loads a mapped address, and the VM answers.
+  EXPECT_EQ(guest(0, "load --gpu 0 --addr " + window(3, 0) + " --width 4").first, 0);
+  const auto [listed, list] = guest(0, "list");
+  ASSERT_EQ(listed, 0);
+  EXPECT_EQ(list["gpus"].size(), 2u);
+}
+
+}  // namespace
+
+namespace {
+
+// `ethx bench --vms` with no fabric up: boots temporary VMs, runs the in-guest suite with
+// data checks, reports the headless bench's keys plus mmio_trap_ns, and leaves nothing.
+TEST(VmBench, QuickRunOnTemporaryVmsVerifiesDataAndLeavesNothing) {
+  const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
+  ASSERT_TRUE(found.missing.empty()) << found.missing;
+  const auto root =
+      std::filesystem::temp_directory_path() / ("ethx-vmbench-" + std::to_string(::getpid()));
+  ::setenv("ETHX_RUN_DIR", root.c_str(), 1);
+  const CommandResult result = run_command(ethx::test::ethx_binary() +
+                                           " bench --vms 2 --gpus-per-vm 2 --quick --json --quiet");
+  ::unsetenv("ETHX_RUN_DIR");
+  std::filesystem::remove_all(root);
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const json report = json::parse(result.output);
+  EXPECT_EQ(report["gpus"], 4);
+  EXPECT_EQ(report["mismatches"], 0);
+  EXPECT_EQ(report["errors"], 0);
+  EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 100000u);
+  EXPECT_GT(report["load_latency_ns"]["p50"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(report["baseline_rtt_ns"]["p50"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(report["mmio_trap_ns"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(report["atomic_rate_mops"].get<double>(), 0.0);
+  EXPECT_EQ(report["guests"].size(), 2u);
+  const std::string fabric = "ethx-v";
+  for (const std::string& file : ethx::test::shm_files_with_prefix(fabric)) {
+    ADD_FAILURE() << "left behind: /dev/shm/" << file;
+  }
+}
+
+}  // namespace
