@@ -57,6 +57,8 @@ int bench(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   options.with_vms = vm.count("vms") != 0;
+  // VMs default to the fastest transport this machine allows (AF_XDP, else shared memory).
+  if (options.with_vms && vm["transport"].defaulted()) options.transport = "auto";
   if (!options.fabric.empty() && !options.with_vms &&
       (vm.count("gpus") || !vm["transport"].defaulted() || vm.count("config"))) {
     std::cerr << "ethx bench: --fabric uses the running fabric's GPUs, transport and config; "
@@ -82,6 +84,7 @@ int up(int argc, char** argv) {
       "vm-append", po::value(&options.vm_append), "extra guest kernel command line");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
+  if (options.vms > 0 && vm["transport"].defaulted()) options.transport = "auto";
   return ethx::run_up(options);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/guest_agent.hpp"
+#include "fabric/kvm_probe.hpp"
 #include "fabric/netns_topology.hpp"
 #include "fabric/process_identity.hpp"
 #include "fabric/process_signals.hpp"
@@ -113,6 +115,9 @@ int run_up(const UpOptions& options) {
   std::size_t gpus = options.gpus;
   if (vms.count > 0) {
     locate_vm_image(vms);
+    const AcceleratorChoice accel = choose_accelerator(vms);
+    vms.accel = accel.accel;
+    std::cerr << "ethx up: VMs use " << accel.accel << ": " << accel.reason << "\n";
     if (gpus == 0) gpus = vms.vm_gpus();
     if (gpus < vms.vm_gpus()) {
       throw ConfigError("--gpus " + std::to_string(gpus) +
@@ -172,6 +177,8 @@ int run_up(const UpOptions& options) {
     directory.save(state);
   };
   install_stop_signals(false);
+  // `ethx up | head` must not kill us half-way through starting: writes fail with EPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   FabricLauncher fabric(state.fabric, state.config_path, topology, launch);
   state.shared_memory = fabric.shared_memory_names();
   // Recorded before anything exists: a SIGKILL from here on leaves a record `ethx down` reads.

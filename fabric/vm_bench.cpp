@@ -15,6 +15,7 @@
 
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/guest_agent.hpp"
+#include "fabric/kvm_probe.hpp"
 #include "fabric/netns_topology.hpp"
 #include "fabric/process_signals.hpp"
 #include "fabric/run_state.hpp"
@@ -155,6 +156,9 @@ int run_vm_bench(const BenchOptions& options) {
     plan.count = options.vms == 0 ? 2 : options.vms;
     plan.gpus_per_vm = options.gpus_per_vm;
     locate_vm_image(plan);
+    const AcceleratorChoice accel = choose_accelerator(plan);
+    plan.accel = accel.accel;
+    std::cerr << "ethx bench: VMs use " << accel.accel << ": " << accel.reason << "\n";
     if (options.gpus != 0 && options.gpus != plan.vm_gpus()) {
       throw ConfigError("--gpus " + std::to_string(options.gpus) + ": with --vms the fabric has " +
                         "--vms × --gpus-per-vm = " + std::to_string(plan.vm_gpus()) + " GPUs");

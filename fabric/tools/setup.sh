@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   setup.sh run    install packages, build (Release), run `ethx bench` on the embedded default
+#   setup.sh run    install packages, build (Release), QEMU and the guest image, then boot the
+#                   default 2 VMs x 4 GPUs and run the in-guest suite (`ethx bench --vms`)
 #   setup.sh test   install packages, build, run the whole test suite (what CI runs)
 #   setup.sh deps | build
 # Build trees live in build/ (Release) and build-asan/ (sanitizers); both are incremental.
@@ -56,8 +57,9 @@ case "$mode" in
   run)
     install_packages
     build_release
-    say "running: ethx bench --gpus 8 --transport shm"
-    exec "$repo/build/bin/ethx" bench --gpus 8 --transport shm
+    build_vm_prerequisites
+    say "running: ethx bench --vms (boots 2 VMs x 4 emulated GPUs, runs the in-guest suite)"
+    exec "$repo/build/bin/ethx" bench --vms
     ;;
   test)
     install_packages
