@@ -15,7 +15,7 @@ using nlohmann::json;
 constexpr std::uint64_t kMiB = 1u << 20;
 // Memory the guest tools use in every GPU (window offsets inside each GPU's memory):
 // [32, 40) MiB bench slots, [40, 41) MiB alltoall barrier words, [48, ...) MiB alltoall data.
-constexpr std::uint64_t kBenchBase = 32 * kMiB;
+constexpr std::uint64_t kBenchBase = 8 * kMiB;  // 32 MiB of slots: 4 MiB each up to 8 GPUs
 constexpr std::uint64_t kBenchEnd = 40 * kMiB;
 constexpr std::uint64_t kBarrierBase = 40 * kMiB;
 constexpr std::uint64_t kBarrierWords = kMiB / 8;
@@ -99,7 +99,7 @@ std::filesystem::path lock_dir(const RunOptions& options) {
   return options.lock_dir.empty() ? default_lock_dir() : options.lock_dir;
 }
 
-// The bench region of GPU `self` in every GPU: slots of 8 MiB / GPU_COUNT (a power of two, at
+// The bench region of GPU `self` in every GPU: slots of 32 MiB / GPU_COUNT (a power of two, at
 // most 4 MiB), slot `self` belonging to the bench run on GPU `self`.
 std::uint64_t bench_slot_bytes(std::uint32_t gpu_count) {
   std::uint64_t slot = 4 * kMiB;

@@ -670,15 +670,15 @@ TEST_F(GuestFabricTest, BenchVerifiesEveryPhase) {
   EXPECT_EQ(bench["verified_ops"],
             3 * 256 + 1 + bench["store"]["words_checked"].get<std::uint64_t>() + 257 + copied);
   EXPECT_GT(bench["mmio_trap_ns"].get<std::uint64_t>(), 0u);
-  EXPECT_EQ(bench["region"]["peer_addr"], 64 * kMiB + 32 * kMiB);
+  EXPECT_EQ(bench["region"]["peer_addr"], 64 * kMiB + 8 * kMiB);
   // The copied data landed in GPU 0's own memory, slot 0.
-  EXPECT_NE(load_bytes(fabric.at(0, 32 * kMiB), 8), 0u);
+  EXPECT_NE(load_bytes(fabric.at(0, 8 * kMiB), 8), 0u);
 }
 
 TEST_F(GuestFabricTest, BenchCountsAMismatch) {
   FakeFabric fabric(2);
   // Word 96 of GPU 1's slot for GPU 0: read by the latency loads and the store check (stride 8).
-  fabric.corrupt.insert(64 * kMiB + 32 * kMiB + 8 * 96);
+  fabric.corrupt.insert(64 * kMiB + 8 * kMiB + 8 * 96);
   try {
     run(fabric, {1, 0}, {"bench", "--quick", "--gpu", "0"});
     FAIL() << "a corrupted word must fail the bench";
