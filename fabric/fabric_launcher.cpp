@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -202,6 +203,12 @@ void FabricLauncher::start_nodes() {
   }
   if (options_.detached) common.push_back("--detach");
   const VmPlan& plan = options_.vms;
+  // QEMU loads ethx's XDP program from wherever its device library was built; point it at the
+  // object next to this ethx instead, which matches the processes it runs with.
+  if (plan.count > 0) {
+    const std::string object = bin + "/ethx_xdp.bpf.o";
+    if (std::filesystem::exists(object)) ::setenv("ETHX_XDP_OBJECT", object.c_str(), 0);
+  }
   const VmFabric vm_fabric{fabric_name_, options_.transport,  options_.netns_tag,
                            config_path_, topology_.gpu_count, options_.log_directory};
   for (std::size_t vm = 0; vm < plan.count; ++vm) {

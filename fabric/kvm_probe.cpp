@@ -15,13 +15,12 @@ namespace {
 
 constexpr std::int64_t kProbeTimeoutMs = 15'000;  // a working KVM boots the guest in ~1 s
 
+// Whether KVM runs the guest depends on the host kernel, the QEMU build and the guest kernel,
+// not on the ethx device linked into QEMU (relinked often), so the binary's path stands for it.
 std::string cache_key(const VmPlan& plan) {
   utsname host{};
   ::uname(&host);
-  std::error_code error;
-  const auto qemu_time = std::filesystem::last_write_time(plan.qemu, error);
-  return plan.qemu + " " + std::to_string(qemu_time.time_since_epoch().count()) + " " +
-         plan.kernel + " " + host.release;
+  return plan.qemu + " " + plan.kernel + " " + host.release;
 }
 
 std::string cache_path() {

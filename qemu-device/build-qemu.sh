@@ -88,8 +88,11 @@ if [ ! -f "$build/build.ninja" ]; then
       --without-default-features --enable-kvm --enable-tcg --enable-slirp >/dev/null) ||
     die "configure failed; see $build/meson-logs/meson-log.txt"
 fi
-# ninja does not see the archive (it is a link argument): relink when it is newer.
-if [ -f "$build/qemu-system-x86_64" ] && [ "$device_lib/libethx_device.a" -nt "$build/qemu-system-x86_64" ]; then
+# ninja does not see the archive (it is a link argument): relink whenever the archive is not
+# the one the binary was linked with (another checkout sharing this cache, or a rebuild).
+archive="$(readlink -f "$device_lib/libethx_device.a")"
+stamp="$archive $(stat -c %Y "$archive")"
+if [ -f "$build/qemu-system-x86_64" ] && [ "$(cat "$cache/ethx-device.stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -f "$build/qemu-system-x86_64"
 fi
 say "building qemu-system-x86_64 with $jobs jobs (first build: several minutes)"
@@ -97,6 +100,7 @@ if ! ninja -C "$build" -j "$jobs" qemu-system-x86_64 2>&1 | tee "$cache/build.lo
      awk '/^\[[0-9]+\/[0-9]+\]/ && NR % 200 == 1 {print "==> qemu: " $1; fflush()}' >&2; then
   die "build failed; the log is $cache/build.log"
 fi
+echo "$stamp" > "$cache/ethx-device.stamp"
 "$build/qemu-system-x86_64" -device help 2>/dev/null | grep -q '"ethx-gpu"' ||
   die "the built QEMU has no ethx-gpu device (Kconfig hook not applied?)"
 echo "$build/qemu-system-x86_64"
