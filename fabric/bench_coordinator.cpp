@@ -322,7 +322,8 @@ std::uint64_t total_drops(const json& switch_stats, std::uint64_t& malformed) {
   malformed = sums["drops_malformed"].get<std::uint64_t>();
   return malformed + sums["drops_queue_full"].get<std::uint64_t>() +
          sums["drops_unknown_destination"].get<std::uint64_t>() +
-         sums["drops_hairpin"].get<std::uint64_t>() + sums["drops_link_down"].get<std::uint64_t>();
+         sums["drops_hairpin"].get<std::uint64_t>() + sums["drops_link_down"].get<std::uint64_t>() +
+         sums.value("drops_spoofed", std::uint64_t{0});
 }
 
 int finish_report(json& report, const BenchOptions& options, const TopologyConfig& topology,

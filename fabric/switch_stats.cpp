@@ -10,6 +10,7 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                            {"drops_queue_full", 0},
                            {"drops_unknown_destination", 0},
                            {"drops_hairpin", 0},
+                           {"drops_spoofed", 0},
                            {"drops_link_down", 0}};
   for (PortId port = 0; port < core.port_count(); ++port) {
     const PortCounters& c = core.counters(port);
@@ -29,6 +30,7 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"drops_queue_full", c.drops_queue_full},
                             {"drops_unknown_destination", c.drops_unknown_destination},
                             {"drops_hairpin", c.drops_hairpin},
+                            {"drops_spoofed", c.drops_spoofed},
                             {"drops_link_down", c.drops_link_down},
                             {"queue_bytes_high_water", c.queue_bytes_high_water},
                             {"malformed_by_reason", malformed_by_reason}};

@@ -136,12 +136,13 @@ void read_fabric(const toml::value& node, const std::string& source, TopologyCon
 
 void read_switch(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "switch", source);
-  table.allow_only({"forwarding_latency_ns", "egress_queue_bytes", "learning"});
+  table.allow_only({"forwarding_latency_ns", "egress_queue_bytes", "learning", "port_security"});
   config.switch_forwarding_latency_ns = table.unsigned_field(
       "forwarding_latency_ns", config.switch_forwarding_latency_ns, 0, 1'000'000'000);
   config.switch_egress_queue_bytes = table.unsigned_field(
       "egress_queue_bytes", config.switch_egress_queue_bytes, 4096, 1ull << 32);
   config.switch_learning = table.bool_field("learning", config.switch_learning);
+  config.switch_port_security = table.bool_field("port_security", config.switch_port_security);
 }
 
 void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
@@ -289,7 +290,10 @@ SwitchConfig TopologyConfig::switch_config() const {
   config.ports.assign(gpu_count, SwitchPortConfig{link_rate_gbps, switch_egress_queue_bytes});
   config.forwarding_latency_ns = switch_forwarding_latency_ns;
   config.learning = switch_learning;
-  for (const GpuConfig& gpu : gpus) config.static_routes.emplace_back(gpu.mac, gpu.id);
+  for (const GpuConfig& gpu : gpus) {
+    config.static_routes.emplace_back(gpu.mac, gpu.id);
+    if (switch_port_security) config.port_bindings.push_back({gpu.id, gpu.mac, gpu.id});
+  }
   return config;
 }
 

@@ -44,6 +44,7 @@ struct TopologyConfig {
   TimeNs switch_forwarding_latency_ns = 250;
   std::size_t switch_egress_queue_bytes = 1 << 20;
   bool switch_learning = true;
+  bool switch_port_security = true;  // bind port k to GPU k's MAC and id (switch_core.hpp)
 
   double link_rate_gbps = 800.0;
   TimeNs link_propagation_ns = 10;

@@ -318,16 +318,17 @@ int run_status(const StatusOptions& options) {
                 process["pid"].get<int>(), process["running"].get<bool>() ? "running" : "GONE");
   }
   if (report.contains("switch")) {
-    std::printf("\n  %-5s %12s %12s %10s %10s %10s\n", "port", "rx frames", "tx frames",
-                "malformed", "queue full", "unknown");
+    std::printf("\n  %-5s %12s %12s %10s %10s %10s %10s\n", "port", "rx frames", "tx frames",
+                "malformed", "queue full", "unknown", "spoofed");
     for (const json& port : report["switch"]["ports"]) {
       std::printf(
-          "  %-5d %12llu %12llu %10llu %10llu %10llu\n", port["port"].get<int>(),
+          "  %-5d %12llu %12llu %10llu %10llu %10llu %10llu\n", port["port"].get<int>(),
           static_cast<unsigned long long>(port["rx_frames"].get<std::uint64_t>()),
           static_cast<unsigned long long>(port["tx_frames"].get<std::uint64_t>()),
           static_cast<unsigned long long>(port["drops_malformed"].get<std::uint64_t>()),
           static_cast<unsigned long long>(port["drops_queue_full"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port["drops_unknown_destination"].get<std::uint64_t>()));
+          static_cast<unsigned long long>(port["drops_unknown_destination"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port.value("drops_spoofed", std::uint64_t{0})));
     }
   }
   return all_running ? 0 : 1;

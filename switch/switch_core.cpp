@@ -22,6 +22,8 @@ const char* to_string(DropReason reason) {
       return "hairpin";
     case DropReason::kBadPort:
       return "bad_port";
+    case DropReason::kSpoofed:
+      return "spoofed";
   }
   return "unknown";
 }
@@ -47,6 +49,17 @@ SwitchCore::SwitchCore(SwitchConfig config) : config_(std::move(config)) {
                                   ": rate_gbps must be positive");
     }
     ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
+  }
+  for (const SwitchConfig::PortBinding& binding : config_.port_bindings) {
+    if (binding.port >= ports_.size()) {
+      throw std::invalid_argument("port binding of " + binding.mac.to_string() + " to port " +
+                                  std::to_string(binding.port) + ": switch has only " +
+                                  std::to_string(ports_.size()) + " ports");
+    }
+    Port& port = ports_[binding.port];
+    port.bound = true;
+    port.bound_mac = binding.mac;
+    port.bound_gpu = binding.gpu;
   }
   for (const auto& [mac, port] : config_.static_routes) {
     if (port >= ports_.size()) {
@@ -86,6 +99,11 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
     count_malformed(in.counters, wire::DecodeError::kTruncatedEthernet);
     return;
   }
+  // Port security comes before learning: a forged source must not move a station's entry.
+  if (in.bound && src != in.bound_mac) {
+    ++in.counters.drops_spoofed;
+    return;
+  }
   // Only our own protocol is validated: a corrupt fabric frame would otherwise reach a GPU's
   // engine and be counted there, far from the link that damaged it. Other traffic (ARP, IPv4,
   // RoCE) is not ours to judge and is switched by MAC alone.
@@ -94,6 +112,11 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
     const wire::DecodeError error = wire::decode_frame(frame, view);
     if (error != wire::DecodeError::kOk) {
       count_malformed(in.counters, error);
+      return;
+    }
+    // The completer trusts the frame's source GPU for partition and rights checks.
+    if (in.bound && view.src_gpu != in.bound_gpu) {
+      ++in.counters.drops_spoofed;
       return;
     }
   }

@@ -38,6 +38,16 @@ struct SwitchConfig {
   // and rely on static routes.
   bool learning = true;
   std::vector<std::pair<MacAddr, PortId>> static_routes;  // dst MAC -> egress port
+  // Port security (threat model: a compromised node can put any frame on its own port): a
+  // port bound to a GPU accepts only frames whose source MAC is that GPU's and, for fabric
+  // frames, whose source GPU field is that GPU; anything else is dropped as spoofed before it
+  // can be learned or forwarded. Unbound ports (spine links, NICs of VMs) accept any source.
+  struct PortBinding {
+    PortId port = 0;
+    MacAddr mac;
+    GpuId gpu = kInvalidGpu;
+  };
+  std::vector<PortBinding> port_bindings;
 };
 
 enum class DropReason : std::uint8_t {
@@ -46,6 +56,7 @@ enum class DropReason : std::uint8_t {
   kUnknownDestination,
   kHairpin,
   kBadPort,
+  kSpoofed,
 };
 const char* to_string(DropReason reason);
 
@@ -60,6 +71,7 @@ struct PortCounters {
   std::uint64_t drops_queue_full = 0;           // on the egress port
   std::uint64_t drops_unknown_destination = 0;  // on the ingress port
   std::uint64_t drops_hairpin = 0;              // on the ingress port
+  std::uint64_t drops_spoofed = 0;  // on the ingress port: source not the GPU bound to it
   // Frames lost because this port was down: queued when it went down, routed to it while
   // down, or arriving on it while down.
   std::uint64_t drops_link_down = 0;
@@ -111,6 +123,9 @@ class SwitchCore {
     std::size_t queued_bytes = 0;
     std::size_t queue_bytes_limit = 0;
     bool up = true;
+    bool bound = false;  // port security: only `bound_mac` / `bound_gpu` may send here
+    MacAddr bound_mac;
+    GpuId bound_gpu = kInvalidGpu;
     PortCounters counters;
   };
   // One table for static and learned entries, so forwarding costs a single lookup. Static

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -478,6 +479,71 @@ TEST(SwitchCore, DropReasonNamesAreDistinct) {
       to_string(DropReason::kBadPort)};
   EXPECT_EQ(names.size(), 5u);
   EXPECT_EQ(std::string(to_string(DropReason::kQueueFull)), "queue_full");
+}
+
+}  // namespace
+}  // namespace ethx
+
+namespace ethx {
+namespace {
+
+// A fabric frame whose header claims `src_gpu` (a forger can write any value there).
+wire::Frame fabric_frame_claiming(const MacAddr& dst, const MacAddr& src, GpuId src_gpu,
+                                  GpuId dst_gpu) {
+  wire::FrameBuilder builder(wire::kDefaultFrameBytesMax);
+  builder.start(wire::FrameAddress{dst, src, src_gpu, dst_gpu, 0});
+  wire::TxnFields fields;
+  fields.opcode = wire::Opcode::kWritePosted;
+  fields.length = 8;
+  fields.address = 0x2000;
+  auto payload = builder.append(fields, 8);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte{0x66};
+  return builder.finish();
+}
+
+// Ports 0 and 1 bound to GPUs 1 (kMacA) and 2 (kMacB); port 2 (kMacC) unbound.
+SwitchCore secured_switch() {
+  SwitchConfig config = config_with_ports(3, true);
+  config.static_routes = {{kMacA, 0}, {kMacB, 1}, {kMacC, 2}};
+  config.port_bindings = {{0, kMacA, 1}, {1, kMacB, 2}};
+  return SwitchCore(config);
+}
+
+TEST(SwitchPortSecurity, ForwardsFramesFromTheBoundGpu) {
+  SwitchCore core = secured_switch();
+  std::vector<PortId> touched;
+  core.on_frame(0, fabric_frame_claiming(kMacB, kMacA, 1, 2), 0, touched);
+  const std::uint16_t ipv4 = kEtherTypeIpv4;
+  const std::array<std::byte, 46> body{};
+  core.on_frame(0, raw_frame(kMacB, kMacA, ipv4, body), 0, touched);  // other protocols too
+  EXPECT_EQ(core.queued_frames(1), 2u);
+  EXPECT_EQ(core.counters(0).drops_spoofed, 0u);
+}
+
+TEST(SwitchPortSecurity, DropsAForgedSourceMacOrGpuAndCountsIt) {
+  SwitchCore core = secured_switch();
+  std::vector<PortId> touched;
+  // GPU 1's port claims to be GPU 3's MAC; then its own MAC with GPU 2's id.
+  core.on_frame(0, fabric_frame_claiming(kMacB, kMacC, 3, 2), 0, touched);
+  core.on_frame(0, fabric_frame_claiming(kMacB, kMacA, 2, 2), 0, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.queued_frames(1), 0u);
+  EXPECT_EQ(core.counters(0).drops_spoofed, 2u);
+  // The forged source was not learned: frames for kMacC still go to port 2.
+  core.on_frame(1, fabric_frame_claiming(kMacC, kMacB, 2, 3), 0, touched);
+  EXPECT_EQ(core.queued_frames(2), 1u);
+  EXPECT_EQ(core.queued_frames(0), 0u);
+}
+
+TEST(SwitchPortSecurity, UnboundPortsAcceptAnySourceAndBadBindingsAreRejected) {
+  SwitchCore core = secured_switch();
+  std::vector<PortId> touched;
+  core.on_frame(2, fabric_frame_claiming(kMacA, default_mac_for_gpu(9), 9, 1), 0, touched);
+  EXPECT_EQ(core.queued_frames(0), 1u);
+  EXPECT_EQ(core.counters(2).drops_spoofed, 0u);
+  SwitchConfig bad = config_with_ports(2, true);
+  bad.port_bindings = {{5, kMacA, 1}};
+  EXPECT_THROW(SwitchCore{bad}, std::invalid_argument);
 }
 
 }  // namespace
