@@ -31,6 +31,9 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"drops_unknown_destination", c.drops_unknown_destination},
                             {"drops_hairpin", c.drops_hairpin},
                             {"drops_spoofed", c.drops_spoofed},
+                            {"faults_dropped", c.faults_dropped},
+                            {"faults_corrupted", c.faults_corrupted},
+                            {"faults_reordered", c.faults_reordered},
                             {"drops_link_down", c.drops_link_down},
                             {"queue_bytes_high_water", c.queue_bytes_high_water},
                             {"malformed_by_reason", malformed_by_reason}};

@@ -136,7 +136,10 @@ void read_fabric(const toml::value& node, const std::string& source, TopologyCon
 
 void read_switch(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "switch", source);
-  table.allow_only({"forwarding_latency_ns", "egress_queue_bytes", "learning", "port_security"});
+  table.allow_only(
+      {"forwarding_latency_ns", "egress_queue_bytes", "learning", "port_security", "fault_seed"});
+  config.fault_seed = table.unsigned_field("fault_seed", config.fault_seed, 0,
+                                           std::numeric_limits<std::uint64_t>::max() >> 1);
   config.switch_forwarding_latency_ns = table.unsigned_field(
       "forwarding_latency_ns", config.switch_forwarding_latency_ns, 0, 1'000'000'000);
   config.switch_egress_queue_bytes = table.unsigned_field(
@@ -197,6 +200,22 @@ void read_gpus(const toml::value& node, const std::string& source, TopologyConfi
       gpu.fail("netns", "must be a network namespace name without '/' or whitespace");
     }
     overrides.emplace_back(override.id, override);
+  }
+}
+
+void read_faults(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  if (!node.is_array()) throw ConfigError(source + ": fault: must be an array of tables [[fault]]");
+  std::size_t index = 0;
+  for (const toml::value& entry : node.as_array()) {
+    TableReader table(entry, "fault[" + std::to_string(index++) + "]", source);
+    table.allow_only({"port", "drop_rate", "corrupt_rate", "reorder_rate"});
+    if (!table.has("port")) table.fail("port", "is required");
+    PortFaults faults;
+    const auto port = static_cast<PortId>(table.unsigned_field("port", 0, 0, kMaxGpus - 1));
+    faults.drop_rate = table.double_field("drop_rate", 0.0, 0.0, 1.0);
+    faults.corrupt_rate = table.double_field("corrupt_rate", 0.0, 0.0, 1.0);
+    faults.reorder_rate = table.double_field("reorder_rate", 0.0, 0.0, 1.0);
+    config.faults.emplace_back(port, faults);
   }
 }
 
@@ -294,6 +313,10 @@ SwitchConfig TopologyConfig::switch_config() const {
     config.static_routes.emplace_back(gpu.mac, gpu.id);
     if (switch_port_security) config.port_bindings.push_back({gpu.id, gpu.mac, gpu.id});
   }
+  for (const auto& [port, port_faults] : faults) {
+    if (port < gpu_count) config.faults.emplace_back(port, port_faults);
+  }
+  config.fault_seed = fault_seed;
   return config;
 }
 
@@ -327,7 +350,7 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
     throw ConfigError(source_name + ": not valid TOML: " + error.what());
   }
   TableReader top(root, "", source_name);
-  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window"});
+  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window", "fault"});
   TopologyConfig config;
   std::vector<std::pair<GpuId, GpuConfig>> overrides;
   if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
@@ -335,6 +358,7 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
   if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
   if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
   if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);
+  if (const auto* node = find_child(root, "fault")) read_faults(*node, source_name, config);
   if (const auto* node = find_child(root, "window")) read_windows(*node, source_name, config);
   finish(config, overrides, source_name);
   return config;

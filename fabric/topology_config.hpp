@@ -54,6 +54,10 @@ struct TopologyConfig {
   TimeNs sim_completer_ns = 10;    // a completer serves one request transaction
   TimeNs sim_nic_latency_ns = 50;  // one NIC crossing (tx or rx): MAC + PHY pipeline
 
+  // [[fault]]: faults the switch injects on a GPU's port (docs/switch.md), and their seed.
+  std::vector<std::pair<PortId, PortFaults>> faults;
+  std::uint64_t fault_seed = 1;
+
   std::vector<GpuConfig> gpus;         // one per GPU, defaults filled in
   std::vector<Window> custom_windows;  // empty: default layout
 

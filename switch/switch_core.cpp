@@ -38,7 +38,8 @@ void count_malformed(PortCounters& counters, wire::DecodeError error) {
 
 }  // namespace
 
-SwitchCore::SwitchCore(SwitchConfig config) : config_(std::move(config)) {
+SwitchCore::SwitchCore(SwitchConfig config)
+    : config_(std::move(config)), fault_rng_(config_.fault_seed) {
   if (config_.ports.empty()) throw std::invalid_argument("switch needs at least one port");
   ports_.resize(config_.ports.size());
   for (std::size_t i = 0; i < ports_.size(); ++i) {
@@ -49,6 +50,13 @@ SwitchCore::SwitchCore(SwitchConfig config) : config_(std::move(config)) {
                                   ": rate_gbps must be positive");
     }
     ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
+  }
+  for (const auto& [port, faults] : config_.faults) {
+    if (port >= ports_.size()) {
+      throw std::invalid_argument("faults for port " + std::to_string(port) + ": switch has only " +
+                                  std::to_string(ports_.size()) + " ports");
+    }
+    set_faults(port, faults);
   }
   for (const SwitchConfig::PortBinding& binding : config_.port_bindings) {
     if (binding.port >= ports_.size()) {
@@ -91,6 +99,25 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
     return;
   }
 
+  // Injected faults act as the link would: before anything in the switch sees the frame.
+  bool reorder = false;
+  if (in.faults.any()) {
+    std::uniform_real_distribution<double> chance(0.0, 1.0);
+    if (in.faults.drop_rate > 0 && chance(fault_rng_) < in.faults.drop_rate) {
+      ++in.counters.faults_dropped;
+      return;
+    }
+    if (in.faults.corrupt_rate > 0 && !frame.empty() &&
+        chance(fault_rng_) < in.faults.corrupt_rate) {
+      ++in.counters.faults_corrupted;
+      corrupted_.assign(frame.begin(), frame.end());
+      const std::uint64_t bit = fault_rng_() % (corrupted_.size() * 8);
+      corrupted_[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+      frame = corrupted_;
+    }
+    reorder = in.faults.reorder_rate > 0 && chance(fault_rng_) < in.faults.reorder_rate;
+  }
+
   MacAddr dst;
   MacAddr src;
   std::uint16_t ether_type = 0;
@@ -130,6 +157,11 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
       ++in.counters.drops_hairpin;
     } else if (enqueue(egress, ingress, frame, now)) {
       egress_touched.push_back(egress);
+      std::deque<QueuedFrame>& queue = ports_[egress].queue;
+      if (reorder && queue.size() >= 2) {
+        std::swap(queue[queue.size() - 1], queue[queue.size() - 2]);
+        ++in.counters.faults_reordered;
+      }
     }
     return;
   }
@@ -175,6 +207,15 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
     out.counters.queue_bytes_high_water = out.queued_bytes;
   }
   return true;
+}
+
+void SwitchCore::set_faults(PortId ingress, const PortFaults& faults) {
+  if (ingress >= ports_.size()) return;
+  auto valid = [](double rate) { return rate >= 0.0 && rate <= 1.0; };
+  if (!valid(faults.drop_rate) || !valid(faults.corrupt_rate) || !valid(faults.reorder_rate)) {
+    throw std::invalid_argument("fault rates must be between 0 and 1");
+  }
+  ports_[ingress].faults = faults;
 }
 
 const QueuedFrame* SwitchCore::front(PortId egress) const {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <random>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -27,6 +28,16 @@ using PortId = std::uint32_t;
 struct SwitchPortConfig {
   double rate_gbps = 800.0;                  // link rate; stored for the simulator
   std::size_t egress_queue_bytes = 1 << 20;  // byte limit of this port's egress queue
+};
+
+// Faults a port injects into the frames it receives (fault injection for reliability tests;
+// docs/switch.md). Probabilities per frame, drawn from the switch's own seeded generator, so a
+// run with the same seed and the same frames injects the same faults.
+struct PortFaults {
+  double drop_rate = 0.0;     // the frame is lost
+  double corrupt_rate = 0.0;  // one bit of the frame is flipped (fabric frames then fail the CRC)
+  double reorder_rate = 0.0;  // the frame overtakes the one queued before it on its egress port
+  bool any() const { return drop_rate > 0 || corrupt_rate > 0 || reorder_rate > 0; }
 };
 
 struct SwitchConfig {
@@ -48,6 +59,8 @@ struct SwitchConfig {
     GpuId gpu = kInvalidGpu;
   };
   std::vector<PortBinding> port_bindings;
+  std::vector<std::pair<PortId, PortFaults>> faults;  // ingress port -> faults
+  std::uint64_t fault_seed = 1;
 };
 
 enum class DropReason : std::uint8_t {
@@ -71,7 +84,10 @@ struct PortCounters {
   std::uint64_t drops_queue_full = 0;           // on the egress port
   std::uint64_t drops_unknown_destination = 0;  // on the ingress port
   std::uint64_t drops_hairpin = 0;              // on the ingress port
-  std::uint64_t drops_spoofed = 0;  // on the ingress port: source not the GPU bound to it
+  std::uint64_t drops_spoofed = 0;     // on the ingress port: source not the GPU bound to it
+  std::uint64_t faults_dropped = 0;    // injected (ingress port)
+  std::uint64_t faults_corrupted = 0;  // injected (ingress port); counted malformed afterwards
+  std::uint64_t faults_reordered = 0;  // injected (ingress port)
   // Frames lost because this port was down: queued when it went down, routed to it while
   // down, or arriving on it while down.
   std::uint64_t drops_link_down = 0;
@@ -99,6 +115,8 @@ class SwitchCore {
                 std::vector<PortId>& egress_touched);
 
   // The egress side, drained by the runtime. Out-of-range ports read as empty.
+  // Changes the faults `ingress` injects from now on (run-time fault injection).
+  void set_faults(PortId ingress, const PortFaults& faults);
   const QueuedFrame* front(PortId egress) const;  // nullptr if empty
   void pop(PortId egress);                        // the runtime sent front(); counts tx
   // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
@@ -123,6 +141,7 @@ class SwitchCore {
     std::size_t queued_bytes = 0;
     std::size_t queue_bytes_limit = 0;
     bool up = true;
+    PortFaults faults;
     bool bound = false;  // port security: only `bound_mac` / `bound_gpu` may send here
     MacAddr bound_mac;
     GpuId bound_gpu = kInvalidGpu;
@@ -145,6 +164,8 @@ class SwitchCore {
   std::vector<Port> ports_;
   std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
   std::uint64_t drops_bad_port_ = 0;
+  std::mt19937_64 fault_rng_;
+  wire::Frame corrupted_;  // scratch for a frame with an injected bit flip
 };
 
 }  // namespace ethx

@@ -120,3 +120,33 @@ TEST(BenchCli, SigkillOfTheCoordinatorLeavesNoProcessOrSharedMemory) {
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+// Without the reliability layer, injected loss and corruption must be visible, never silent:
+// every lost request ends (timeout), the corrupt frames are counted at the switch, the report
+// counts the errors and the run exits 1, and nothing hangs.
+TEST(BenchCli, InjectedLossAndCorruptionAreCountedAndNeverHang) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ethx-test-faults-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << "[fabric]\ngpus = 4\nrequest_timeout_ns = 20000000\n"
+                         "[[fault]]\nport = 1\ndrop_rate = 0.01\ncorrupt_rate = 0.001\n";
+  const test::CommandResult result = test::run_command(
+      test::ethx_binary() + " bench --quick --json --quiet --config " + path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(result.exit_status, 1) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  const nlohmann::json& port = report["switch"]["ports"][1];
+  EXPECT_GT(port["faults_dropped"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(port["faults_corrupted"].get<std::uint64_t>(), 0u);
+  // The CRC catches every flip, except one that turns the EtherType into another protocol's.
+  EXPECT_GT(port["drops_malformed"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(port["drops_malformed"].get<std::uint64_t>(),
+            port["faults_corrupted"].get<std::uint64_t>());
+  EXPECT_GT(report["errors"].get<std::uint64_t>() + report["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_FALSE(report["failed_runs"].empty());
+}
+
+}  // namespace
+}  // namespace ethx

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <set>
@@ -544,6 +545,80 @@ TEST(SwitchPortSecurity, UnboundPortsAcceptAnySourceAndBadBindingsAreRejected) {
   SwitchConfig bad = config_with_ports(2, true);
   bad.port_bindings = {{5, kMacA, 1}};
   EXPECT_THROW(SwitchCore{bad}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ethx
+
+namespace ethx {
+namespace {
+
+SwitchCore faulty_switch(const PortFaults& faults, std::uint64_t seed = 7) {
+  SwitchConfig config = config_with_ports(2, false);
+  config.static_routes = {{kMacA, 0}, {kMacB, 1}};
+  config.faults = {{0, faults}};
+  config.fault_seed = seed;
+  return SwitchCore(config);
+}
+
+TEST(SwitchFaults, DropRateOneDropsEverythingAndCountsIt) {
+  SwitchCore core = faulty_switch({1.0, 0.0, 0.0});
+  std::vector<PortId> touched;
+  for (int i = 0; i < 10; ++i) core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(core.queued_frames(1), 0u);
+  EXPECT_EQ(core.counters(0).faults_dropped, 10u);
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 0, touched);  // the other direction is clean
+  EXPECT_EQ(core.queued_frames(0), 1u);
+}
+
+TEST(SwitchFaults, CorruptedFabricFramesFailTheCrcAndAreCountedAsMalformed) {
+  SwitchCore core = faulty_switch({0.0, 1.0, 0.0});
+  std::vector<PortId> touched;
+  for (int i = 0; i < 50; ++i) core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(core.counters(0).faults_corrupted, 50u);
+  // A flipped bit in the Ethernet header may redirect or mislabel the frame; every flip
+  // anywhere else fails the CRC. None of the 50 may reach GPU B intact.
+  std::size_t intact = 0;
+  while (const QueuedFrame* frame = core.front(1)) {
+    intact += frame->bytes == fabric_frame(kMacB, kMacA);
+    core.pop(1);
+  }
+  EXPECT_EQ(intact, 0u);
+  EXPECT_GT(core.counters(0).drops_malformed, 30u);
+}
+
+TEST(SwitchFaults, ReorderingSwapsAFrameWithTheOneBeforeIt) {
+  SwitchCore core = faulty_switch({0.0, 0.0, 1.0});
+  std::vector<PortId> touched;
+  const wire::Frame first = fabric_frame(kMacB, kMacA, 64);
+  const wire::Frame second = fabric_frame(kMacB, kMacA, 128);
+  core.on_frame(0, first, 0, touched);
+  core.on_frame(0, second, 0, touched);
+  ASSERT_EQ(core.queued_frames(1), 2u);
+  EXPECT_EQ(core.front(1)->bytes, second);
+  EXPECT_EQ(core.counters(0).faults_reordered, 1u);  // the first had nothing to overtake
+}
+
+TEST(SwitchFaults, TheSameSeedInjectsTheSameFaultsAndRatesAreChecked) {
+  auto dropped = [](std::uint64_t seed) {
+    SwitchCore core = faulty_switch({0.3, 0.0, 0.0}, seed);
+    std::vector<PortId> touched;
+    std::vector<bool> pattern;
+    for (int i = 0; i < 200; ++i) {
+      const std::uint64_t before = core.counters(0).faults_dropped;
+      core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+      pattern.push_back(core.counters(0).faults_dropped != before);
+    }
+    return pattern;
+  };
+  EXPECT_EQ(dropped(11), dropped(11));
+  EXPECT_NE(dropped(11), dropped(12));
+  const std::vector<bool> pattern = dropped(11);
+  const auto count = std::count(pattern.begin(), pattern.end(), true);
+  EXPECT_GT(count, 30);  // ~60 expected
+  EXPECT_LT(count, 100);
+  SwitchCore core = faulty_switch({});
+  EXPECT_THROW(core.set_faults(0, {1.5, 0.0, 0.0}), std::invalid_argument);
 }
 
 }  // namespace

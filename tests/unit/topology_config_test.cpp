@@ -132,3 +132,25 @@ TEST(TopologyConfigTest, AGpuCanNameARealInterfaceAndNamespace) {
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+TEST(TopologyConfigTest, FaultTablesReachTheSwitchAndBadRatesNameTheField) {
+  const TopologyConfig config = parse_topology(
+      "[switch]\nfault_seed = 42\n[[fault]]\nport = 1\ndrop_rate = 0.01\ncorrupt_rate = 0.001\n",
+      "t");
+  const SwitchConfig switch_config = config.switch_config();
+  ASSERT_EQ(switch_config.faults.size(), 1u);
+  EXPECT_EQ(switch_config.faults[0].first, 1u);
+  EXPECT_DOUBLE_EQ(switch_config.faults[0].second.drop_rate, 0.01);
+  EXPECT_DOUBLE_EQ(switch_config.faults[0].second.corrupt_rate, 0.001);
+  EXPECT_EQ(switch_config.fault_seed, 42u);
+  EXPECT_NE(error_of("[[fault]]\nport = 0\ndrop_rate = 2.0\n").find("fault[0].drop_rate"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[fault]]\ndrop_rate = 0.1\n").find("fault[0].port: is required"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ethx
