@@ -175,8 +175,13 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
       throw std::invalid_argument("transport " + options.transport +
                                   " needs a netns tag or an interface");
     }
+    // A veth cannot back-pressure the switch: bursts it forwards must fit the receive ring
+    // (sized like ethx-node's, by fabric size, so the pinned memory stays bounded).
+    const std::uint32_t receive_frames = topology_.gpu_count <= 8    ? 8192
+                                         : topology_.gpu_count <= 16 ? 4096
+                                                                     : 2048;
     impl_->port = std::make_unique<SocketNodePort>(
-        open_frame_socket(options.transport, netns, interface, SocketRole::kNode));
+        open_frame_socket(options.transport, netns, interface, SocketRole::kNode, receive_frames));
   } else {
     if (!shm::SharedMemoryFile::exists(switch_region_name(options.fabric))) {
       throw std::runtime_error("no fabric '" + options.fabric +
