@@ -136,7 +136,6 @@ void FabricLauncher::remove_socket_topology() {
 
 void FabricLauncher::remove_files() {
   for (const std::string& name : shared_memory_names()) shm::SharedMemoryFile::remove(name);
-  shm::SharedMemoryFile::remove(switch_region_name(fabric_name_));
   std::error_code ignored;
   std::filesystem::remove(options_.stats_path, ignored);
 }

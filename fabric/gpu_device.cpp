@@ -82,7 +82,7 @@ const char* to_string(DeviceStatus status) {
 }
 
 struct GpuDevice::Request {
-  enum class Kind { kLoad, kStore, kAtomic, kFlushAll };
+  using Kind = RequestKind;
   Kind kind = Kind::kLoad;
   std::uint64_t window_addr = 0;
   unsigned width = 0;
@@ -223,7 +223,9 @@ std::uint64_t GpuDevice::window_bytes() const {
 
 bool GpuDevice::translate_one(std::uint64_t window_addr, unsigned width, Access access, GpuId& dst,
                               std::uint64_t& remote, DeviceResult& error) const {
-  std::vector<Segment> segments;
+  // Every MMIO access translates: reuse this thread's segment buffer instead of allocating.
+  thread_local std::vector<Segment> segments;
+  segments.clear();
   const TranslateResult result = impl_->callers_map.translate(window_addr, width, access, segments);
   if (!result.ok()) {
     error.status = result.error == TranslateError::kNoRights ? DeviceStatus::kNoRights
@@ -265,67 +267,55 @@ DeviceResult GpuDevice::submit_and_wait(std::shared_ptr<Request> request) {
   return request->result;
 }
 
-DeviceResult GpuDevice::load(std::uint64_t window_addr, unsigned width) {
-  ++impl_->loads;
-  DeviceResult error;
+std::shared_ptr<GpuDevice::Request> GpuDevice::prepare(RequestKind kind, std::uint64_t window_addr,
+                                                       unsigned width, DeviceResult& error) {
   error.fault_addr = window_addr;
   error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
   auto request = std::make_shared<Request>();
-  if (!valid_width(width)) {
+  const bool width_ok =
+      kind == Request::Kind::kAtomic ? width == 4 || width == 8 : valid_width(width);
+  const Access access = kind == Request::Kind::kLoad    ? Access::kRead
+                        : kind == Request::Kind::kStore ? Access::kWrite
+                                                        : Access::kAtomic;
+  if (!width_ok) {
     error.status = DeviceStatus::kBadWidth;
-  } else if (translate_one(window_addr, width, Access::kRead, request->dst, request->remote,
-                           error)) {
-    request->kind = Request::Kind::kLoad;
+  } else if (translate_one(window_addr, width, access, request->dst, request->remote, error)) {
+    request->kind = kind;
     request->window_addr = window_addr;
     request->width = width;
-    return submit_and_wait(std::move(request));
+    return request;
   }
   ++impl_->errors;
-  return error;
+  return nullptr;
+}
+
+DeviceResult GpuDevice::load(std::uint64_t window_addr, unsigned width) {
+  ++impl_->loads;
+  DeviceResult error;
+  auto request = prepare(Request::Kind::kLoad, window_addr, width, error);
+  return request ? submit_and_wait(std::move(request)) : error;
 }
 
 DeviceResult GpuDevice::store(std::uint64_t window_addr, unsigned width, std::uint64_t value) {
   ++impl_->stores;
   DeviceResult error;
-  error.fault_addr = window_addr;
-  error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
-  auto request = std::make_shared<Request>();
-  if (!valid_width(width)) {
-    error.status = DeviceStatus::kBadWidth;
-  } else if (translate_one(window_addr, width, Access::kWrite, request->dst, request->remote,
-                           error)) {
-    request->kind = Request::Kind::kStore;
-    request->window_addr = window_addr;
-    request->width = width;
-    request->value = value;
-    enqueue(std::move(request));
-    return DeviceResult{};
-  }
-  ++impl_->errors;
-  return error;
+  auto request = prepare(Request::Kind::kStore, window_addr, width, error);
+  if (!request) return error;
+  request->value = value;
+  enqueue(std::move(request));
+  return DeviceResult{};
 }
 
 DeviceResult GpuDevice::atomic(AtomicOp op, std::uint64_t window_addr, unsigned width,
                                std::uint64_t operand, std::uint64_t compare) {
   ++impl_->atomics;
   DeviceResult error;
-  error.fault_addr = window_addr;
-  error.value = ~std::uint64_t{0};  // what a failed load reads, as on real PCIe
-  auto request = std::make_shared<Request>();
-  if (width != 4 && width != 8) {
-    error.status = DeviceStatus::kBadWidth;
-  } else if (translate_one(window_addr, width, Access::kAtomic, request->dst, request->remote,
-                           error)) {
-    request->kind = Request::Kind::kAtomic;
-    request->op = op;
-    request->window_addr = window_addr;
-    request->width = width;
-    request->value = operand;
-    request->compare = compare;
-    return submit_and_wait(std::move(request));
-  }
-  ++impl_->errors;
-  return error;
+  auto request = prepare(Request::Kind::kAtomic, window_addr, width, error);
+  if (!request) return error;
+  request->op = op;
+  request->value = operand;
+  request->compare = compare;
+  return submit_and_wait(std::move(request));
 }
 
 DeviceResult GpuDevice::flush_all() {

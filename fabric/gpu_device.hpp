@@ -115,6 +115,11 @@ class GpuDevice {
  private:
   struct Request;
   struct CopyJob;
+  // A request for one window access of `kind`, checked and translated; nullptr (and `error`
+  // filled, the error counted) if the width or the address is bad.
+  enum class RequestKind { kLoad, kStore, kAtomic, kFlushAll };
+  std::shared_ptr<Request> prepare(RequestKind kind, std::uint64_t window_addr, unsigned width,
+                                   DeviceResult& error);
   DeviceResult submit_and_wait(std::shared_ptr<Request> request);
   void enqueue(std::shared_ptr<Request> request);
   void serve();
