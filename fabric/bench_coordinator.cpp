@@ -332,6 +332,7 @@ int finish_report(json& report, const BenchOptions& options, const TopologyConfi
   report["gpus"] = topology.gpu_count;
   report["transport"] = transport;
   report["frame_bytes_max"] = topology.frame_bytes_max;
+  report["reliability"] = topology.reliability.enabled ? "go-back-n" : "off";
   report["wire"] = wire_table(topology.frame_bytes_max);
   report["verified_ops"] = totals.verified_ops;
   report["failed_runs"] = totals.failed_runs;

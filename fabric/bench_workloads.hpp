@@ -71,12 +71,14 @@ class BenchWorkloads {
   // Reads back what all_to_all_store wrote at every peer and checks it.
   ThroughputRun all_to_all_verify(std::uint64_t bytes_per_peer, std::uint64_t salt);
 
+  // Window address of byte `remote_offset` of `peer`'s memory (throws if no window maps it).
+  std::uint64_t window_address(GpuId peer, std::uint64_t remote_offset) const;
+  const BenchLayout& layout() const { return layout_; }
+
  private:
   void sample_echo(GpuId peer, LatencyRun& run);
   void sample_load(GpuId peer, std::uint64_t offset, std::uint32_t bytes, LatencyRun& run);
   std::uint64_t random_pattern_offset(std::mt19937_64& random, std::uint32_t bytes) const;
-  // Window address of byte `remote_offset` of `peer`'s memory (throws if no window maps it).
-  std::uint64_t window_address(GpuId peer, std::uint64_t remote_offset) const;
   // Issues one load/store through the address map; returns the op ids it started.
   void issue_read(std::uint64_t window_addr, std::uint32_t bytes, std::vector<OpId>& ops);
   bool issue_posted_write(std::uint64_t window_addr, std::span<const std::byte> data);

@@ -1,11 +1,14 @@
 // ethx: the command users run: bench, up, status, down, config, sim.
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <optional>
 
 #include "address-map/config_error.hpp"
 #include "fabric/bench_coordinator.hpp"
+#include "fabric/config_overlay.hpp"
 #include "fabric/process_signals.hpp"
 #include "fabric/sim_command.hpp"
+#include "fabric/soak_command.hpp"
 #include "fabric/topology_config.hpp"
 #include "fabric/up_command.hpp"
 
@@ -23,6 +26,7 @@ constexpr const char* kUsage =
     "  guest    run an ethx-guest command in a VM of a running fabric\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
+    "  soak     long verified run with injected loss and corruption (docs/reliability.md)\n"
     "run `ethx <command> --help` for its options\n";
 
 // Parses a subcommand's options; false when --help was asked for (and printed).
@@ -53,9 +57,15 @@ int bench(int argc, char** argv) {
       "vms", po::value(&options.vms)->implicit_value(0),
       "run the suite inside VMs: those `ethx up --vms` started, else N (default 2) temporary "
       "ones (docs/vms.md)")("gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4),
-                            "ethx-gpu devices per VM (temporary VMs)");
+                            "ethx-gpu devices per VM (temporary VMs)")(
+      "reliability", po::value<std::string>(),
+      "off | go-back-n: overrides the topology's [reliability] mode (docs/reliability.md)");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
+  if (vm.count("reliability") && !options.fabric.empty() && !options.with_vms) {
+    std::cerr << "ethx bench: --fabric uses the running fabric's config; drop --reliability\n";
+    return 2;
+  }
   options.with_vms = vm.count("vms") != 0;
   // VMs default to the fastest transport this machine allows (AF_XDP, else shared memory).
   if (options.with_vms && vm["transport"].defaulted()) options.transport = "auto";
@@ -65,7 +75,48 @@ int bench(int argc, char** argv) {
                  "drop --gpus, --transport and --config\n";
     return 2;
   }
+  std::optional<ethx::ScopedConfigOverlay> overlay;
+  if (vm.count("reliability")) {
+    ethx::ConfigOverlay changes;
+    changes.reliability_mode = vm["reliability"].as<std::string>();
+    if (!ethx::parse_reliability_mode(*changes.reliability_mode)) {
+      std::cerr << "ethx bench: --reliability: must be \"off\" or \"go-back-n\"\n";
+      return 2;
+    }
+    overlay.emplace(options.config_path, changes, "bench");
+    options.config_path = overlay->path();
+  }
   return ethx::run_bench(options);
+}
+
+int soak(int argc, char** argv) {
+  ethx::SoakOptions options;
+  po::options_description description("ethx soak options");
+  description.add_options()("help", "show this help")(
+      "gpus", po::value(&options.gpus), "number of GPUs (default: from the topology, 8)")(
+      "transport", po::value(&options.transport)->default_value("shm"),
+      "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
+                                       "topology file (default: embedded)")(
+      "ops", po::value(&options.ops)->default_value(options.ops),
+      "operations in the faulted run, over all GPUs")(
+      "baseline-ops", po::value(&options.baseline_ops),
+      "operations in each run without faults (default: min(ops, 2000000))")(
+      "loss", po::value(&options.loss_rate)->default_value(options.loss_rate),
+      "probability that the switch drops a frame, every port")(
+      "corrupt", po::value(&options.corrupt_rate)->default_value(options.corrupt_rate),
+      "probability that the switch flips a bit of a frame")(
+      "reorder", po::value(&options.reorder_rate)->default_value(options.reorder_rate),
+      "probability that a frame overtakes the one before it")(
+      "reliability", po::value(&options.reliability)->default_value(options.reliability),
+      "off | go-back-n (off shows what the faults do unprotected)")(
+      "seed", po::value(&options.seed)->default_value(1), "workload and fault seed")(
+      "no-baselines", po::bool_switch(&options.skip_baselines),
+      "only the faulted run (no fault-free runs to compare with)")(
+      "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
+      "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  return ethx::run_soak(options);
 }
 
 int up(int argc, char** argv) {
@@ -182,6 +233,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return bench(argc - 1, argv + 1);
     if (command == "config") return config(argc - 1, argv + 1);
     if (command == "sim") return sim(argc - 1, argv + 1);
+    if (command == "soak") return soak(argc - 1, argv + 1);
     if (command == "up") return up(argc - 1, argv + 1);
     if (command == "down") return down(argc - 1, argv + 1);
     if (command == "status") return status(argc - 1, argv + 1);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fabric/soak_workload.hpp"
 #include "fabric/stats.hpp"
 
 namespace ethx {
@@ -30,6 +31,22 @@ json throughput_summary(const ThroughputRun& run) {
               {"errors", run.errors}};
 }
 
+json link_stats(const LinkCounters& links) {
+  return json{{"frames_sequenced", links.frames_sequenced},
+              {"frames_held", links.frames_held},
+              {"retransmitted_on_nak", links.retransmitted_on_nak},
+              {"retransmitted_on_timer", links.retransmitted_on_timer},
+              {"retransmit_timeouts", links.retransmit_timeouts},
+              {"naks_received", links.naks_received},
+              {"acks_sent", links.acks_sent},
+              {"naks_sent", links.naks_sent},
+              {"frames_in_order", links.frames_in_order},
+              {"duplicates_dropped", links.duplicates_dropped},
+              {"gaps_dropped", links.gaps_dropped},
+              {"bad_acks", links.bad_acks},
+              {"unknown_peer", links.unknown_peer}};
+}
+
 json node_stats(NodeRuntime& node) {
   const EndpointCounters& endpoint = node.endpoint().counters();
   const RequesterCounters& requester = node.endpoint().requester().counters();
@@ -45,7 +62,8 @@ json node_stats(NodeRuntime& node) {
               {"completer_errors", completer.errors},
               {"posted_write_errors", completer.posted_write_errors},
               {"send_retries", node.counters().send_retries},
-              {"foreign_frames", node.counters().foreign_frames}};
+              {"foreign_frames", node.counters().foreign_frames},
+              {"links", link_stats(node.endpoint().links().counters())}};
 }
 
 json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads) {
@@ -90,6 +108,23 @@ json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads)
     return throughput_summary(
         workloads.all_to_all_verify(command.at("bytes_per_peer").get<std::uint64_t>(),
                                     command.at("salt").get<std::uint64_t>()));
+  }
+  if (op == "soak") {
+    SoakWorkload soak(node, workloads);
+    const SoakRun run =
+        soak.run(command.at("ops").get<std::uint64_t>(), command.value("seed", std::uint64_t{1}),
+                 command.value("outstanding", 32u));
+    return json{{"ops", run.ops},
+                {"stores", run.stores},
+                {"loads", run.loads},
+                {"atomics", run.atomics},
+                {"verified_ops", run.verified_ops},
+                {"mismatches", run.mismatches},
+                {"timeouts", run.timeouts},
+                {"errors", run.errors},
+                {"start_ns", run.start_ns},
+                {"end_ns", run.end_ns},
+                {"stats", node_stats(node)}};
   }
   if (op == "stats") return node_stats(node);
   return json{{"error", "unknown command \"" + op + "\""}};

@@ -140,13 +140,24 @@ void NodeRuntime::wait_for_any_completion() {
   }
 }
 
-void NodeRuntime::wait_for_backlog_below(std::size_t frames) {
+bool NodeRuntime::wait_for_backlog_below(std::size_t frames) {
   transmit();
-  while (backlog_.size() > frames) {
+  std::size_t smallest = backlog_frames();
+  TimeNs progress_ns = monotonic_now_ns();
+  while (backlog_frames() > frames) {
     check_stop();
-    pump(static_cast<std::int64_t>(topology_.request_timeout_ns),
-         [this] { return port_.can_send(); });
+    // pump() wakes for the port (a backlog and room to send), for received frames (ACKs that
+    // return credit) and for the engine's timers.
+    pump(static_cast<std::int64_t>(topology_.request_timeout_ns), {});
+    const TimeNs now = monotonic_now_ns();
+    if (backlog_frames() < smallest) {
+      smallest = backlog_frames();
+      progress_ns = now;
+    } else if (now - progress_ns > topology_.request_timeout_ns) {
+      return false;
+    }
   }
+  return true;
 }
 
 void NodeRuntime::send_echo(GpuId peer, std::uint64_t sequence) {

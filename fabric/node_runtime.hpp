@@ -38,7 +38,10 @@ class NodeRuntime final : private FrameSink {
   NodePort& port() { return port_; }
   GpuId self() const { return self_; }
   const NodeRuntimeCounters& counters() const { return counters_; }
-  std::size_t backlog_frames() const { return backlog_.size(); }
+  // Frames not yet on the wire: the port's backlog and frames waiting for link credit.
+  std::size_t backlog_frames() const {
+    return backlog_.size() + endpoint_.links().frames_waiting();
+  }
   // Blocking helpers (wait_for_*) throw Interrupted once *flag is true, so a node stops
   // promptly in the middle of a benchmark when its process is told to.
   void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }
@@ -54,7 +57,9 @@ class NodeRuntime final : private FrameSink {
   // Pumps until at least one completion is available (leaves it for take_completion()).
   void wait_for_any_completion();
   // Pumps until the transmit backlog is at most `frames` long (a writer's back-pressure).
-  void wait_for_backlog_below(std::size_t frames);
+  // False if it stopped shrinking for a whole request timeout (a peer that never grants
+  // credit): the caller counts an error instead of waiting forever.
+  bool wait_for_backlog_below(std::size_t frames);
   // Sends transactions issued since the last call (the engine batches until then).
   void transmit();
 

@@ -114,6 +114,16 @@ const toml::value* find_child(const toml::value& root, const std::string& key) {
   return found == table.end() ? nullptr : &found->second;
 }
 
+}  // namespace
+
+std::optional<bool> parse_reliability_mode(std::string_view mode) {
+  if (mode == "off") return false;
+  if (mode == "go-back-n") return true;
+  return std::nullopt;
+}
+
+namespace {
+
 void read_fabric(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader fabric(node, "fabric", source);
   fabric.allow_only({"gpus", "hbm_bytes", "aperture_bytes", "frame_bytes_max", "max_outstanding",
@@ -146,6 +156,26 @@ void read_switch(const toml::value& node, const std::string& source, TopologyCon
       "egress_queue_bytes", config.switch_egress_queue_bytes, 4096, 1ull << 32);
   config.switch_learning = table.bool_field("learning", config.switch_learning);
   config.switch_port_security = table.bool_field("port_security", config.switch_port_security);
+}
+
+void read_reliability(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "reliability", source);
+  table.allow_only({"mode", "window_frames", "retransmit_timeout_ns", "retransmit_timeout_max_ns",
+                    "ack_delay_ns"});
+  ReliabilityConfig& reliability = config.reliability;
+  const std::string mode = table.string_field("mode", reliability.enabled ? "go-back-n" : "off");
+  const std::optional<bool> enabled = parse_reliability_mode(mode);
+  if (!enabled) table.fail("mode", "must be \"off\" or \"go-back-n\" (got \"" + mode + "\")");
+  reliability.enabled = *enabled;
+  reliability.window_frames = static_cast<std::uint32_t>(
+      table.unsigned_field("window_frames", reliability.window_frames, 1, kMaxWindowFrames));
+  reliability.retransmit_timeout_ns = table.unsigned_field(
+      "retransmit_timeout_ns", reliability.retransmit_timeout_ns, 1000, 10'000'000'000);
+  reliability.retransmit_timeout_max_ns =
+      table.unsigned_field("retransmit_timeout_max_ns", reliability.retransmit_timeout_max_ns,
+                           reliability.retransmit_timeout_ns, 60'000'000'000);
+  reliability.ack_delay_ns =
+      table.unsigned_field("ack_delay_ns", reliability.ack_delay_ns, 0, 1'000'000'000);
 }
 
 void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
@@ -181,7 +211,8 @@ void read_gpus(const toml::value& node, const std::string& source, TopologyConfi
   std::size_t index = 0;
   for (const toml::value& entry : node.as_array()) {
     TableReader gpu(entry, "gpu[" + std::to_string(index++) + "]", source);
-    gpu.allow_only({"id", "mac", "partition", "export_rights", "interface", "netns"});
+    gpu.allow_only(
+        {"id", "mac", "partition", "export_rights", "interface", "netns", "reliability"});
     if (!gpu.has("id")) gpu.fail("id", "is required");
     GpuConfig override;
     override.id = static_cast<GpuId>(gpu.unsigned_field("id", 0, 0, kMaxGpus - 1));
@@ -198,6 +229,13 @@ void read_gpus(const toml::value& node, const std::string& source, TopologyConfi
     override.netns = gpu.string_field("netns", "");
     if (!valid_linux_name(override.netns, 255)) {
       gpu.fail("netns", "must be a network namespace name without '/' or whitespace");
+    }
+    if (gpu.has("reliability")) {
+      const std::string mode = gpu.string_field("reliability", "off");
+      override.reliable = parse_reliability_mode(mode);
+      if (!override.reliable) {
+        gpu.fail("reliability", "must be \"off\" or \"go-back-n\" (got \"" + mode + "\")");
+      }
     }
     overrides.emplace_back(override.id, override);
   }
@@ -250,7 +288,7 @@ void finish(TopologyConfig& config, const std::vector<std::pair<GpuId, GpuConfig
   for (std::size_t id = 0; id < config.gpu_count; ++id) {
     const auto gpu = static_cast<GpuId>(id);
     config.gpus.push_back(
-        GpuConfig{gpu, default_mac_for_gpu(gpu), 0, config.default_rights, {}, {}});
+        GpuConfig{gpu, default_mac_for_gpu(gpu), 0, config.default_rights, {}, {}, {}});
   }
   for (const auto& [id, override] : overrides) {
     if (id >= config.gpu_count) {
@@ -301,6 +339,8 @@ EngineConfig TopologyConfig::engine_config(GpuId self) const {
   engine.max_outstanding = max_outstanding;
   engine.request_timeout_ns = request_timeout_ns;
   engine.write_combine_ns = write_combine_ns;
+  engine.reliability = reliability;
+  if (gpus.at(self).reliable) engine.reliability.enabled = *gpus.at(self).reliable;
   return engine;
 }
 
@@ -350,11 +390,14 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
     throw ConfigError(source_name + ": not valid TOML: " + error.what());
   }
   TableReader top(root, "", source_name);
-  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window", "fault"});
+  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window", "fault", "reliability"});
   TopologyConfig config;
   std::vector<std::pair<GpuId, GpuConfig>> overrides;
   if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
   if (const auto* node = find_child(root, "switch")) read_switch(*node, source_name, config);
+  if (const auto* node = find_child(root, "reliability")) {
+    read_reliability(*node, source_name, config);
+  }
   if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
   if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
   if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);

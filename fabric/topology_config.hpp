@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,8 @@ struct GpuConfig {
   // real NIC (e.g. "enp3s0", netns "" = the host's) puts the node on a real Ethernet switch.
   std::string interface;
   std::string netns;
+  // [[gpu]] reliability: this GPU's own sending link, overriding [reliability] mode.
+  std::optional<bool> reliable;
 };
 
 struct TopologyConfig {
@@ -54,6 +57,9 @@ struct TopologyConfig {
   TimeNs sim_completer_ns = 10;    // a completer serves one request transaction
   TimeNs sim_nic_latency_ns = 50;  // one NIC crossing (tx or rx): MAC + PHY pipeline
 
+  // [reliability]: go-back-N for load/store frames (docs/reliability.md).
+  ReliabilityConfig reliability;
+
   // [[fault]]: faults the switch injects on a GPU's port (docs/switch.md), and their seed.
   std::vector<std::pair<PortId, PortFaults>> faults;
   std::uint64_t fault_seed = 1;
@@ -69,6 +75,9 @@ struct TopologyConfig {
   // Changes the GPU count after parsing (the --gpus flag) and re-validates.
   void resize(std::size_t gpus);
 };
+
+// "off" -> false, "go-back-n" -> true, anything else -> nullopt.
+std::optional<bool> parse_reliability_mode(std::string_view mode);
 
 // The embedded default topology, as TOML text.
 std::string_view default_topology_toml();

@@ -4,7 +4,8 @@ namespace ethx {
 
 Endpoint::Endpoint(EngineConfig config, std::span<std::byte> local_memory)
     : config_(std::move(config)),
-      framer_(config_),
+      links_(config_),
+      framer_(config_, links_),
       requester_(config_, framer_),
       completer_(config_, framer_, local_memory) {}
 
@@ -22,6 +23,7 @@ void Endpoint::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& e
     ++counters_.misdelivered;
     return;
   }
+  if (!links_.on_receive(view, now, effects)) return;
   wire::TxnCursor cursor(view);
   wire::TxnView txn;
   while (cursor.next(txn)) {
@@ -39,6 +41,7 @@ void Endpoint::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& e
 void Endpoint::poll(TimeNs now, Effects& effects) {
   requester_.poll(now, effects);
   framer_.flush(now, effects);
+  links_.poll(now, effects);
 }
 
 }  // namespace ethx

@@ -1,7 +1,8 @@
 // One GPU's packet engine: a requester and a completer sharing one transmit framer.
 //
 // The endpoint decodes each arriving frame once, counts and drops what is malformed or not
-// addressed to this GPU, and hands requests to the completer and responses to the requester.
+// addressed to this GPU, lets the reliability layer drop duplicates and frames after a gap,
+// and hands requests to the completer and responses to the requester.
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include "packet-engine/completer.hpp"
 #include "packet-engine/effects.hpp"
 #include "packet-engine/engine_config.hpp"
+#include "packet-engine/reliable_links.hpp"
 #include "packet-engine/requester.hpp"
 #include "packet-engine/tx_framer.hpp"
 #include "packet-engine/wire.hpp"
@@ -34,6 +36,7 @@ class Endpoint {
 
   Requester& requester() { return requester_; }
   const Completer& completer() const { return completer_; }
+  const ReliableLinks& links() const { return links_; }
   const EngineConfig& config() const { return config_; }
 
   // A frame arrived from the wire. The responses it triggers are packed into frames and leave
@@ -49,6 +52,7 @@ class Endpoint {
 
  private:
   EngineConfig config_;
+  ReliableLinks links_;  // before the framer, which sends through it
   TxFramer framer_;
   Requester requester_;
   Completer completer_;

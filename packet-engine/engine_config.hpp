@@ -11,6 +11,19 @@
 
 namespace ethx {
 
+// Go-back-N reliability (reliable_links.hpp, docs/reliability.md).
+struct ReliabilityConfig {
+  bool enabled = false;  // sequence this GPU's frames; every GPU acknowledges sequenced frames
+  // Credits this GPU grants each sender: frames it may have unacknowledged towards us. The
+  // credits field is one byte.
+  std::uint32_t window_frames = 64;
+  TimeNs retransmit_timeout_ns = 500'000;         // first timer after a silent loss
+  TimeNs retransmit_timeout_max_ns = 16'000'000;  // exponential back-off stops here
+  TimeNs ack_delay_ns = 20'000;                   // an ACK waits this long for a frame to ride on
+};
+
+inline constexpr std::uint32_t kMaxWindowFrames = 255;
+
 struct EngineConfig {
   GpuId self = 0;
   MacAddr self_mac = default_mac_for_gpu(0);
@@ -24,6 +37,7 @@ struct EngineConfig {
   // next poll().
   TimeNs write_combine_ns = 0;
   Rights export_rights = kRightAll;  // what this GPU's completer lets remote GPUs do
+  ReliabilityConfig reliability;
 };
 
 inline constexpr std::uint32_t kMaxOutstandingLimit = 4096;

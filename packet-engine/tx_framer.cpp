@@ -4,8 +4,8 @@
 
 namespace ethx {
 
-TxFramer::TxFramer(const EngineConfig& config)
-    : config_(config), max_payload_(wire::max_txn_payload(config.frame_bytes_max)) {
+TxFramer::TxFramer(const EngineConfig& config, ReliableLinks& links)
+    : config_(config), links_(links), max_payload_(wire::max_txn_payload(config.frame_bytes_max)) {
   frames_.reserve(config.gpu_macs.size());
   for (std::size_t i = 0; i < config.gpu_macs.size(); ++i) {
     frames_.push_back(OpenFrame{wire::FrameBuilder(config.frame_bytes_max), 0, false});
@@ -21,15 +21,15 @@ void TxFramer::open(GpuId dst, TimeNs now) {
   open_dsts_.push_back(dst);
 }
 
-void TxFramer::finish(GpuId dst, Effects& effects) {
+void TxFramer::finish(GpuId dst, TimeNs now, Effects& effects) {
   OpenFrame& frame = frames_[dst];
   txns_sent_ += frame.builder.txn_count();
   ++frames_sent_;
-  effects.send.push_back(frame.builder.finish());
+  links_.send(dst, frame.builder, now, effects);
 }
 
-void TxFramer::emit(GpuId dst, Effects& effects) {
-  finish(dst, effects);
+void TxFramer::emit(GpuId dst, TimeNs now, Effects& effects) {
+  finish(dst, now, effects);
   open_dsts_.erase(std::find(open_dsts_.begin(), open_dsts_.end(), dst));
 }
 
@@ -37,7 +37,7 @@ std::span<std::byte> TxFramer::append(GpuId dst, const wire::TxnFields& fields,
                                       std::size_t payload_bytes, bool urgent, TimeNs now,
                                       Effects& effects) {
   OpenFrame& frame = frames_[dst];
-  if (frame.builder.started() && !frame.builder.fits(payload_bytes)) emit(dst, effects);
+  if (frame.builder.started() && !frame.builder.fits(payload_bytes)) emit(dst, now, effects);
   if (!frame.builder.started()) open(dst, now);
   frame.urgent = frame.urgent || urgent;
   return frame.builder.append(fields, payload_bytes);
@@ -54,7 +54,7 @@ void TxFramer::flush(TimeNs now, Effects& effects) {
     const OpenFrame& frame = frames_[dst];
     const TimeNs send_at = frame.opened_ns + config_.write_combine_ns;
     if (frame.urgent || now >= send_at) {
-      finish(dst, effects);
+      finish(dst, now, effects);
     } else {
       effects.wake_no_later_than(send_at);
       open_dsts_[kept++] = dst;

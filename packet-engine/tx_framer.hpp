@@ -11,13 +11,15 @@
 
 #include "packet-engine/effects.hpp"
 #include "packet-engine/engine_config.hpp"
+#include "packet-engine/reliable_links.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {
 
 class TxFramer {
  public:
-  explicit TxFramer(const EngineConfig& config);
+  // Finished frames leave through `links`, which sequences them or holds them for credit.
+  TxFramer(const EngineConfig& config, ReliableLinks& links);
 
   // Appends a transaction for `dst` and returns its payload area. A full frame is emitted
   // first. `urgent` transactions (requests that wait for an answer, responses) make the frame
@@ -41,10 +43,11 @@ class TxFramer {
     bool urgent = false;
   };
   void open(GpuId dst, TimeNs now);
-  void finish(GpuId dst, Effects& effects);  // frame out; caller fixes open_dsts_
-  void emit(GpuId dst, Effects& effects);    // frame out and forgotten
+  void finish(GpuId dst, TimeNs now, Effects& effects);  // frame out; caller fixes open_dsts_
+  void emit(GpuId dst, TimeNs now, Effects& effects);    // frame out and forgotten
 
   const EngineConfig& config_;
+  ReliableLinks& links_;
   std::size_t max_payload_;
   std::vector<OpenFrame> frames_;  // indexed by destination GPU
   std::vector<GpuId> open_dsts_;   // destinations with a started frame, in opening order

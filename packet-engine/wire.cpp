@@ -218,7 +218,11 @@ DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out) {
   out.ack = header.ack.value();
   out.txn_count = header.txn_count.value();
   out.body = frame.subspan(kBodyOffset, body_bytes);
-  if (out.txn_count == 0) return DecodeError::kNoTransactions;
+  if (out.txn_count == 0) {
+    // Only a link control frame (an ACK or NAK, never sequenced) may carry no transactions.
+    const bool control = (out.flags & kFlagAck) != 0 && (out.flags & kFlagSeq) == 0;
+    return control && body_bytes == 0 ? DecodeError::kOk : DecodeError::kNoTransactions;
+  }
 
   // Validate every transaction now so consumers can iterate without error paths.
   std::span<const std::byte> rest = out.body;
@@ -369,6 +373,9 @@ bool restamp_link_fields(std::span<std::byte> frame, std::uint8_t flags, std::ui
   FrameView view;
   const std::span<const std::byte> readonly(frame);
   if (decode_frame(readonly, view) != DecodeError::kOk) return false;
+  // A control frame (no transactions) must stay an unsequenced ACK, or it would not decode.
+  const bool control_flags = (flags & kFlagAck) != 0 && (flags & kFlagSeq) == 0;
+  if (view.txn_count == 0 && !control_flags) return false;
   auto header = load<FrameHeader>(readonly, kEthernetHeaderBytes);
   header.flags = flags;
   header.seq = seq;

@@ -110,7 +110,7 @@ constexpr std::size_t max_txn_payload(std::size_t frame_bytes_max) {
 enum FrameFlag : std::uint8_t {
   kFlagSeq = 1u << 0,     // `seq` is valid (reliable link or end-to-end mode)
   kFlagAck = 1u << 1,     // `ack` is valid
-  kFlagNak = 1u << 2,     // `ack` is a negative acknowledgement: resend from ack + 1
+  kFlagNak = 1u << 2,     // with kFlagAck: frames after `ack` are missing, resend from ack + 1
   kFlagCredit = 1u << 3,  // `credits` is valid
 };
 
@@ -157,7 +157,7 @@ enum class DecodeError : std::uint8_t {
   kBadVersion,         // frame header version is not kVersion
   kBodyPastFrame,      // body_bytes + CRC run past the end of the frame
   kBadCrc,             // CRC-32C mismatch
-  kNoTransactions,     // txn_count is zero
+  kNoTransactions,     // txn_count is zero in a frame that is not an ACK/NAK control frame
   kTruncatedTxn,       // a transaction header runs past the body
   kPayloadPastBody,    // a transaction's payload runs past the body
   kUnknownOpcode,      // opcode not in Opcode
@@ -263,7 +263,8 @@ std::uint32_t crc32c(std::span<const std::byte> bytes);
 std::uint32_t crc32c_portable(std::span<const std::byte> bytes);
 
 // Rewrites the link fields of an encoded frame (the reliability layer stamps them when the
-// frame is sent) and recomputes its CRC. False if the frame is not a fabric frame.
+// frame is sent) and recomputes its CRC. False, leaving the frame untouched, if it is not a
+// valid fabric frame or the flags would make a control frame (no transactions) invalid.
 bool restamp_link_fields(std::span<std::byte> frame, std::uint8_t flags, std::uint32_t seq,
                          std::uint32_t ack, std::uint8_t credits);
 

@@ -30,7 +30,13 @@ void check_operand_round_trip(std::span<const std::byte> operand) {
 // The reliability layer restamps frames it resends; that must keep them valid.
 void check_restamp(const wire::Frame& frame, const wire::FrameView& view) {
   wire::Frame copy = frame;
-  const auto flags = static_cast<std::uint8_t>(~view.flags);
+  auto flags = static_cast<std::uint8_t>(~view.flags);
+  if (view.txn_count == 0) {
+    // An ACK/NAK control frame may not become sequenced: refused, and left as it was.
+    ETHX_FUZZ_CHECK(!wire::restamp_link_fields(copy, wire::kFlagSeq | wire::kFlagAck, 1, 1, 1));
+    ETHX_FUZZ_CHECK(copy == frame);
+    flags = static_cast<std::uint8_t>((flags | wire::kFlagAck) & ~wire::kFlagSeq);
+  }
   ETHX_FUZZ_CHECK(wire::restamp_link_fields(copy, flags, view.seq + 1, view.ack + 1,
                                             static_cast<std::uint8_t>(view.credits + 1)));
   wire::FrameView again;

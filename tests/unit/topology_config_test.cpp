@@ -152,5 +152,33 @@ TEST(TopologyConfigTest, FaultTablesReachTheSwitchAndBadRatesNameTheField) {
             std::string::npos);
 }
 
+TEST(ReliabilityConfig, TheTableSetsEveryGpusEngineAndAGpuMayOverrideIt) {
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 3\n[reliability]\nmode = \"go-back-n\"\nwindow_frames = 32\n"
+      "retransmit_timeout_ns = 250000\nack_delay_ns = 5000\n[[gpu]]\nid = 2\n"
+      "reliability = \"off\"\n",
+      "t.toml");
+  const EngineConfig first = config.engine_config(0);
+  EXPECT_TRUE(first.reliability.enabled);
+  EXPECT_EQ(first.reliability.window_frames, 32u);
+  EXPECT_EQ(first.reliability.retransmit_timeout_ns, 250'000u);
+  EXPECT_EQ(first.reliability.ack_delay_ns, 5'000u);
+  EXPECT_FALSE(config.engine_config(2).reliability.enabled);
+}
+
+TEST(ReliabilityConfig, TheEmbeddedDefaultIsOffAndBadValuesNameTheirField) {
+  EXPECT_FALSE(load_topology("").engine_config(0).reliability.enabled);
+  EXPECT_NE(error_of("[reliability]\nmode = \"tcp\"\n").find("reliability.mode"),
+            std::string::npos);
+  EXPECT_NE(error_of("[reliability]\nwindow_frames = 256\n").find("reliability.window_frames"),
+            std::string::npos);
+  EXPECT_NE(error_of("[reliability]\nretransmit_timeout_ns = 10\n")
+                .find("reliability.retransmit_timeout_ns"),
+            std::string::npos);
+  EXPECT_NE(error_of("[reliability]\nspeed = 1\n").find("speed"), std::string::npos);
+  EXPECT_NE(error_of("[[gpu]]\nid = 1\nreliability = \"yes\"\n").find("reliability"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ethx

@@ -476,6 +476,38 @@ TEST(WireMalformed, ZeroTransactionCount) {
   EXPECT_EQ(decode(raw.encode()), DecodeError::kNoTransactions);
   raw.txns.clear();  // an empty body too
   EXPECT_EQ(decode(raw.encode()), DecodeError::kNoTransactions);
+  raw.flags = kFlagSeq | kFlagAck;  // a sequenced frame must carry transactions
+  EXPECT_EQ(decode(raw.encode()), DecodeError::kNoTransactions);
+}
+
+TEST(WireControlFrames, AnUnsequencedAckWithAnEmptyBodyDecodes) {
+  RawFrame raw;
+  raw.txn_count = 0;
+  raw.txns.clear();
+  raw.flags = kFlagAck | kFlagCredit | kFlagNak;
+  raw.ack = 41;
+  raw.credits = 16;
+  FrameView view;
+  ASSERT_EQ(decode_frame(raw.encode(), view), DecodeError::kOk);
+  EXPECT_EQ(view.txn_count, 0);
+  EXPECT_EQ(view.ack, 41u);
+  EXPECT_EQ(view.credits, 16);
+  EXPECT_TRUE(view.body.empty());
+  // ...but not with transaction bytes behind a zero count.
+  raw.txns.push_back(RawTxn{});
+  EXPECT_EQ(decode(raw.encode()), DecodeError::kNoTransactions);
+}
+
+TEST(WireControlFrames, RestampRefusesToSequenceAControlFrame) {
+  RawFrame raw;
+  raw.txn_count = 0;
+  raw.txns.clear();
+  raw.flags = kFlagAck;
+  Bytes frame = raw.encode();
+  const Bytes before = frame;
+  EXPECT_FALSE(restamp_link_fields(frame, kFlagSeq | kFlagAck, 5, 4, 1));
+  EXPECT_EQ(frame, before);
+  EXPECT_TRUE(restamp_link_fields(frame, kFlagAck | kFlagNak, 0, 9, 2));
 }
 
 TEST(WireMalformed, TruncatedTransactionHeader) {

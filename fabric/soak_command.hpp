@@ -1,0 +1,34 @@
+// `ethx soak`: the reliability soak. Runs the verified random mix (soak_workload.hpp) on every
+// GPU at once, three times on fresh fabrics of the same shape:
+//   1. no faults, reliability off        (the bare fabric's throughput and frame count)
+//   2. no faults, the chosen mode        (what sequencing and ACKs cost when nothing is lost)
+//   3. injected loss and corruption      (what recovery costs; must lose nothing)
+// and reports verified operations, mismatches, hung (timed-out) operations, retransmissions,
+// header bytes per operation and the throughput ratios. docs/reliability.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ethx {
+
+struct SoakOptions {
+  std::size_t gpus = 0;  // 0: from the topology
+  std::string transport = "shm";
+  std::string config_path;
+  std::uint64_t ops = 10'000'000;  // total over all GPUs, for the faulted run
+  std::uint64_t baseline_ops = 0;  // total for runs 1 and 2; 0: min(ops, 2'000'000)
+  double loss_rate = 0.01;         // per frame, on every switch port
+  double corrupt_rate = 0.001;
+  double reorder_rate = 0.0;
+  std::string reliability = "go-back-n";
+  std::uint64_t seed = 1;
+  bool skip_baselines = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+// Exit status: 0 when the faulted run verified everything with no mismatch, hang or error.
+int run_soak(const SoakOptions& options);
+
+}  // namespace ethx

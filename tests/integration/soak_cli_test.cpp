@@ -1,0 +1,81 @@
+// `ethx soak` as a user runs it: a short soak over shared memory with injected loss and
+// corruption must verify everything, and the same faults without reliability must be caught.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/cli_test_support.hpp"
+
+namespace ethx {
+namespace {
+
+const nlohmann::json& run_labelled(const nlohmann::json& report, const std::string& label) {
+  for (const nlohmann::json& run : report["runs"]) {
+    if (run["label"] == label) return run;
+  }
+  static const nlohmann::json kNone;
+  ADD_FAILURE() << "no run labelled " << label;
+  return kNone;
+}
+
+TEST(SoakCli, GoBackNLosesNothingUnderLossAndCorruption) {
+  const test::CommandResult result = test::run_command(
+      test::ethx_binary() +
+      " soak --gpus 4 --ops 200000 --baseline-ops 50000 --loss 0.02 --corrupt 0.005 --json "
+      "--quiet");
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  EXPECT_TRUE(report["passed"].get<bool>());
+  const nlohmann::json& faulted = run_labelled(report, "faulted");
+  EXPECT_EQ(faulted["ops"].get<std::uint64_t>(), 200000u);
+  EXPECT_GT(faulted["verified_ops"].get<std::uint64_t>(), 100000u);
+  EXPECT_EQ(faulted["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["hung_ops"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["errors"].get<std::uint64_t>(), 0u);
+  // The faults really happened, and were repaired rather than avoided.
+  EXPECT_GT(faulted["switch_faults_dropped"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["switch_faults_corrupted"].get<std::uint64_t>(), 0u);
+  // The switch's CRC check catches the corrupted frames before they reach a node.
+  EXPECT_GT(faulted["switch_drops_malformed"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["retransmitted_on_nak"].get<std::uint64_t>() +
+                faulted["retransmitted_on_timer"].get<std::uint64_t>(),
+            0u);
+  const nlohmann::json& bare = run_labelled(report, "bare");
+  const nlohmann::json& sequenced = run_labelled(report, "sequenced");
+  EXPECT_EQ(bare["acks_sent"].get<std::uint64_t>(), 0u) << "off means no link frames";
+  EXPECT_EQ(sequenced["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(sequenced["load_p50_ns"].get<double>(), 0.0);
+  EXPECT_GT(report["sequenced_to_bare_throughput"].get<double>(), 0.0);
+}
+
+TEST(SoakCli, WithoutReliabilityTheSameFaultsAreCaughtAndTheRunFails) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ethx-test-soak-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << "[fabric]\ngpus = 4\nrequest_timeout_ns = 20000000\n";
+  const test::CommandResult result =
+      test::run_command(test::ethx_binary() + " soak --config " + path.string() +
+                        " --ops 40000 --loss 0.02 --reliability off --no-baselines --json --quiet");
+  std::filesystem::remove(path);
+  EXPECT_EQ(result.exit_status, 1) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  EXPECT_FALSE(report["passed"].get<bool>());
+  const nlohmann::json& faulted = run_labelled(report, "faulted");
+  EXPECT_GT(faulted["mismatches"].get<std::uint64_t>() + faulted["hung_ops"].get<std::uint64_t>(),
+            0u);
+}
+
+TEST(SoakCli, BadRatesAndModesNameTheOption) {
+  const test::CommandResult rate = test::run_command(test::ethx_binary() + " soak --loss 1.5 2>&1");
+  EXPECT_EQ(rate.exit_status, 2);
+  EXPECT_NE(rate.output.find("--loss"), std::string::npos) << rate.output;
+  const test::CommandResult mode =
+      test::run_command(test::ethx_binary() + " soak --reliability tcp 2>&1");
+  EXPECT_EQ(mode.exit_status, 2);
+  EXPECT_NE(mode.output.find("--reliability"), std::string::npos) << mode.output;
+}
+
+}  // namespace
+}  // namespace ethx
