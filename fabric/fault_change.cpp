@@ -31,7 +31,7 @@ std::optional<T> field(const nlohmann::json& value, const char* key) {
 
 std::string format_number(double value) {
   char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
+  std::snprintf(text, sizeof text, "%.10g", value);
   return text;
 }
 

@@ -196,7 +196,8 @@ TEST_P(LiveSwitchFaults, FaultsChangeAtRunTimeAndARestartedSwitchServesTheSameNo
   ASSERT_EQ(fault("--drop 1").exit_status, 0);
   pid_t switch_pid = 0;
   std::vector<pid_t> node_pids;
-  for (const json& process : state()["processes"]) {
+  const json recorded = state();
+  for (const json& process : recorded["processes"]) {
     if (process["role"] == "switch") {
       switch_pid = process["pid"].get<pid_t>();
     } else {
@@ -249,7 +250,8 @@ TEST_P(LiveSwitchFaults, FaultsChangeAtRunTimeAndARestartedSwitchServesTheSameNo
   EXPECT_EQ(leftovers(tag), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, LiveSwitchFaults, ::testing::Values("shm", "afxdp"),
+INSTANTIATE_TEST_SUITE_P(Transports, LiveSwitchFaults,
+                         ::testing::Values("shm", "afxdp", "afpacket"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
