@@ -3,6 +3,9 @@
 // traffic), `ethx restart-switch` replaces the switch while the nodes keep running, and a
 // benchmark afterwards verifies every byte. Socket transports need root (skip otherwise).
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -46,6 +49,16 @@ std::string requirement_missing(const std::string& transport) {
   return {};
 }
 
+// Kills a process that is not our child and waits (on a pidfd) until it has ended.
+void kill_and_wait(pid_t pid) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(pidfd, 0) << "pid " << pid << " is not running";
+  ASSERT_EQ(::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0), 0);
+  pollfd pfd{pidfd, POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 10'000), 1) << "pid " << pid << " survived SIGKILL for 10 s";
+  ::close(pidfd);
+}
+
 class LiveSwitchFaults : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -81,6 +94,11 @@ class LiveSwitchFaults : public ::testing::TestWithParam<std::string> {
   json status() {
     const CommandResult result = ethx("status --json --name " + name_);
     EXPECT_EQ(result.exit_status, 0) << result.output;
+    return json::parse(result.output);
+  }
+  json status_of_degraded() {
+    const CommandResult result = ethx("status --json --name " + name_);
+    EXPECT_EQ(result.exit_status, 1) << result.output;
     return json::parse(result.output);
   }
   // Polls `ethx status --json` (the switch publishes its counters at most every 250 ms) until
@@ -232,6 +250,16 @@ TEST_P(LiveSwitchFaults, FaultsChangeAtRunTimeAndARestartedSwitchServesTheSameNo
   }();
   ASSERT_EQ(report_after["switch"].value("pid", 0), new_switch);
   EXPECT_EQ(report_after["switch"]["ports"][kFaultyPort]["faults"]["drop_rate"], 0.0);
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  // A switch that crashed (SIGKILL: no clean exit from the rings, its XDP programs left on
+  // the veths) is replaced the same way.
+  kill_and_wait(new_switch);
+  EXPECT_FALSE(status_of_degraded()["healthy"].get<bool>());
+  const CommandResult revive = ethx("restart-switch --name " + name_);
+  ASSERT_EQ(revive.exit_status, 0) << revive.output;
+  EXPECT_NE(revive.output.find("was already gone"), std::string::npos) << revive.output;
+  EXPECT_TRUE(status()["healthy"].get<bool>());
   EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
 
   const CommandResult bench = run_command(
