@@ -22,8 +22,10 @@ constexpr std::int64_t kReadyTimeoutNs = 30'000'000'000;
 
 int run_restart_switch(const RestartSwitchOptions& options) {
   RunDirectory directory(options.name);
-  // Like up and down: the record changes, and an attached benchmark finishes first.
-  directory.lock();
+  // Not the main lock an attached `ethx bench` holds for its whole run: restarting the switch
+  // under traffic is a test the reliability work needs. The switch lock keeps `ethx up` and
+  // `ethx down` from reading the record while the switch is being replaced.
+  directory.lock_switch();
   std::optional<RunState> state = directory.load();
   if (!state) {
     std::cerr << "ethx restart-switch: no fabric '" << options.name << "' is up\n";

@@ -154,6 +154,7 @@ int run_up(const UpOptions& options) {
   }
   const TopologyConfig topology = load_topology(options.config_path, gpus);
   directory.lock();
+  directory.lock_switch();  // a restart of the switch of an earlier record finishes first
   if (const std::optional<RunState> earlier = directory.load()) {
     if (any_running(*earlier)) {
       std::cerr << "ethx up: fabric '" << options.name << "' is already up (" << earlier->gpus
@@ -249,6 +250,7 @@ int run_down(const DownOptions& options) {
   for (const std::string& name : names) {
     RunDirectory directory(name);
     directory.lock();
+    directory.lock_switch();  // a switch restart under way records its new switch first
     std::optional<RunState> state;
     try {
       state = directory.load();

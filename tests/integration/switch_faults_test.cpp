@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -275,6 +276,53 @@ TEST_P(LiveSwitchFaults, FaultsChangeAtRunTimeAndARestartedSwitchServesTheSameNo
   region_.reset();
   const CommandResult down = ethx("down --name " + name_);
   ASSERT_EQ(down.exit_status, 0) << down.output;
+  EXPECT_EQ(leftovers(tag), "");
+}
+
+TEST_P(LiveSwitchFaults, ABenchmarkFollowsASwitchRestartedUnderItsTraffic) {
+  const CommandResult up =
+      ethx("up --name " + name_ + " --gpus 4 --quiet --transport " + GetParam());
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  const std::string tag = state()["netns_tag"].get<std::string>();
+  ControlRegion control =
+      ControlRegion::attach(control_region_name(state()["fabric"].get<std::string>()));
+  auto commands_posted = [&control] {
+    std::uint64_t total = 0;
+    for (std::uint32_t gpu = 0; gpu < control.node_count(); ++gpu) {
+      total += control.node(gpu).command_seq.load();
+    }
+    return total;
+  };
+  const std::uint64_t commands_before = commands_posted();
+  const std::filesystem::path bench_errors = run_root_ / "bench.stderr";
+  CommandResult bench;
+  std::thread benchmark([&] {
+    bench = run_command(ethx_binary() + " bench --quick --json --quiet --fabric " + name_ + " 2>" +
+                        bench_errors.string());
+  });
+  // Restart once the benchmark has posted its first commands (it posts them for seconds).
+  auto busy = [&] { return commands_posted() > commands_before; };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!busy() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const CommandResult restart = ethx("restart-switch --name " + name_);
+  benchmark.join();
+  ASSERT_EQ(restart.exit_status, 0) << restart.output;
+  std::ifstream errors_in(bench_errors);
+  const std::string errors((std::istreambuf_iterator<char>(errors_in)),
+                           std::istreambuf_iterator<char>());
+  // Frames lost in the restart may fail operations (exit 1) until the reliability layer
+  // retransmits them; the benchmark itself must carry on to its report.
+  EXPECT_TRUE(bench.exit_status == 0 || bench.exit_status == 1) << bench.output << errors;
+  EXPECT_EQ(errors.find("is gone"), std::string::npos) << errors;
+  const json report = json::parse(bench.output, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << bench.output << errors;
+  EXPECT_TRUE(report.value("switch_restarted", false)) << "the restart came after the benchmark";
+  EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 0u);
+  EXPECT_TRUE(status()["healthy"].get<bool>());
+
+  ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
   EXPECT_EQ(leftovers(tag), "");
 }
 
