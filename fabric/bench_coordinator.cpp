@@ -366,22 +366,39 @@ json read_json_file(const std::string& path) {
   return value.is_discarded() ? json() : value;
 }
 
+// A recorded switch that is gone may have been replaced by `ethx restart-switch` (which does
+// not wait for attached benchmarks): true while the replacement is under way, and once the
+// record names a new switch that runs (`process` then becomes it).
+bool follow_restarted_switch(const RunDirectory& directory, RecordedProcess& process) {
+  if (directory.switch_lock_busy()) return true;
+  const std::optional<RunState> now = directory.load();
+  if (!now) return false;
+  for (const RecordedProcess& recorded : now->processes) {
+    if (recorded.role == "switch" && recorded.pid != process.pid && recorded.running()) {
+      process = recorded;
+      return true;
+    }
+  }
+  return false;
+}
+
 // `ethx bench --fabric NAME`: the same suite on a fabric `ethx up` left running. No raw
 // ping-pong, forwarding rate or bare-forwarder baseline: those need the veths to themselves.
 int run_bench_attached(const BenchOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   RunDirectory directory(options.fabric);
   directory.lock();  // one attached benchmark at a time; `ethx down` waits for it
-  const std::optional<RunState> state = directory.load();
+  std::optional<RunState> state = directory.load();
   if (!state || state->phase != "up") {
     std::cerr << "ethx bench: no fabric '" << options.fabric << "' is up (start one with `ethx up"
               << (options.fabric == "default" ? "" : " --name " + options.fabric) << "`)\n";
     return 2;
   }
-  auto check_alive = [&state] {
+  auto check_alive = [&state, &directory] {
     if (g_stop_requested.load()) throw Interrupted();
-    for (const RecordedProcess& process : state->processes) {
-      if (!process.running()) {
+    for (RecordedProcess& process : state->processes) {
+      if (!process.running() &&
+          !(process.role == "switch" && follow_restarted_switch(directory, process))) {
         throw std::runtime_error("fabric '" + state->name + "': " + process.role + " (pid " +
                                  std::to_string(process.pid) +
                                  ") is gone; `ethx down` and `ethx up` restart it");
@@ -418,8 +435,13 @@ int run_bench_attached(const BenchOptions& options) {
   if (before.is_object() && after.is_object() && before.contains("totals") &&
       after.contains("totals")) {
     std::uint64_t malformed_before = 0, malformed_after = 0;
-    const std::uint64_t drops_before = total_drops(before, malformed_before);
+    std::uint64_t drops_before = total_drops(before, malformed_before);
     const std::uint64_t drops_after = total_drops(after, malformed_after);
+    // A switch restarted during the run counts from zero: only its own drops are known (what
+    // the old one dropped since `before` went with it).
+    const bool restarted = before.value("pid", 0) != after.value("pid", 0);
+    if (restarted) drops_before = malformed_before = 0;
+    report["switch_restarted"] = restarted;
     report["switch_drops"] = drops_after - drops_before;
     report["switch_malformed"] = malformed_after - malformed_before;
   }

@@ -48,10 +48,16 @@ void write_config_overlay(const std::string& base_path, const ConfigOverlay& ove
   if (overlay.faults) {
     toml::array faults;
     for (const auto& [port, port_faults] : *overlay.faults) {
-      faults.push_back(toml::table{{"port", static_cast<std::int64_t>(port)},
-                                   {"drop_rate", port_faults.drop_rate},
-                                   {"corrupt_rate", port_faults.corrupt_rate},
-                                   {"reorder_rate", port_faults.reorder_rate}});
+      toml::table entry{{"port", static_cast<std::int64_t>(port)},
+                        {"drop_rate", port_faults.drop_rate},
+                        {"corrupt_rate", port_faults.corrupt_rate},
+                        {"reorder_rate", port_faults.reorder_rate}};
+      if (port_faults.delay_spike_rate > 0 && port_faults.delay_spike_ns > 0) {
+        entry["delay_spike_rate"] = port_faults.delay_spike_rate;
+        entry["delay_spike_us"] = static_cast<std::int64_t>(port_faults.delay_spike_ns / 1000);
+      }
+      if (port_faults.link_down) entry["link"] = "down";
+      faults.push_back(entry);
     }
     if (faults.empty()) {
       root.as_table().erase("fault");

@@ -48,6 +48,21 @@ struct alignas(64) NodeMailbox {
   shm::Doorbell node_bell;  // rung after every post (see the protocol above)
 };
 
+// Run-time commands for ethx-switch (`ethx fault`), JSON text as the node mailboxes carry: the
+// client writes `request`, then bumps request_seq; the switch, from its forwarding thread,
+// applies it, writes `reply`, sets reply_seq = request_seq and rings coordinator_bell. One
+// client at a time (switch_command_box.hpp takes a lock file in the run directory).
+inline constexpr std::size_t kSwitchCommandBytes = 1024;
+
+struct alignas(64) SwitchCommandBox {
+  std::atomic<std::uint32_t> request_seq{0};
+  std::atomic<std::uint32_t> reply_seq{0};
+  std::uint32_t request_bytes = 0;
+  std::uint32_t reply_bytes = 0;
+  char request[kSwitchCommandBytes];
+  char reply[kSwitchCommandBytes];
+};
+
 struct alignas(64) ControlHeader {
   std::uint64_t magic = 0;
   std::uint32_t version = 0;
@@ -58,6 +73,7 @@ struct alignas(64) ControlHeader {
   // runs in `switch_mode_active` and rings coordinator_bell.
   std::atomic<std::uint32_t> switch_mode{0};
   std::atomic<std::uint32_t> switch_mode_active{0};
+  SwitchCommandBox switch_command;
 };
 
 class ControlRegion {

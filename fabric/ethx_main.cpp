@@ -6,7 +6,9 @@
 #include "address-map/config_error.hpp"
 #include "fabric/bench_coordinator.hpp"
 #include "fabric/config_overlay.hpp"
+#include "fabric/fault_command.hpp"
 #include "fabric/process_signals.hpp"
+#include "fabric/restart_switch_command.hpp"
 #include "fabric/sim_command.hpp"
 #include "fabric/soak_command.hpp"
 #include "fabric/topology_config.hpp"
@@ -23,6 +25,8 @@ constexpr const char* kUsage =
     "  up       start a fabric that keeps running (docs/operations.md)\n"
     "  status   show a running fabric's processes and per-port counters\n"
     "  down     stop a running fabric and remove everything it made\n"
+    "  fault    change the faults a switch port of a running fabric injects\n"
+    "  restart-switch  replace a running fabric's switch process; the nodes continue\n"
     "  guest    run an ethx-guest command in a VM of a running fabric\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
@@ -190,6 +194,53 @@ int status(int argc, char** argv) {
   return ethx::run_status(options);
 }
 
+// Copies an option the user gave into `target` (left empty otherwise).
+template <class T>
+void take(const po::variables_map& vm, const char* name, std::optional<T>& target) {
+  if (vm.count(name)) target = vm[name].as<T>();
+}
+
+int fault(int argc, char** argv) {
+  ethx::FaultOptions options;
+  po::options_description description(
+      "ethx fault options (only what is given changes; docs/operations.md)");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "port", po::value<long long>(), "the switch port (= GPU id) whose received frames suffer")(
+      "drop", po::value<double>(), "probability a frame is lost, 0-1")(
+      "corrupt", po::value<double>(), "probability one bit of a frame flips, 0-1")(
+      "reorder", po::value<double>(), "probability a frame overtakes the one before it, 0-1")(
+      "delay-spike-rate", po::value<double>(),
+      "probability a frame stalls the port's ingress link, 0-1")(
+      "delay-spike-us", po::value<double>(), "how long a stall lasts, microseconds")(
+      "link", po::value<std::string>(), "up | down")("clear", po::bool_switch(&options.clear),
+                                                     "first reset the port: no faults, link up")(
+      "json", po::bool_switch(&options.json), "print the switch's answer as JSON")(
+      "timeout-ms", po::value(&options.timeout_ms)->default_value(5000),
+      "give up if the switch has not answered by then");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  take(vm, "port", options.port);
+  take(vm, "drop", options.drop);
+  take(vm, "corrupt", options.corrupt);
+  take(vm, "reorder", options.reorder);
+  take(vm, "delay-spike-rate", options.delay_spike_rate);
+  take(vm, "delay-spike-us", options.delay_spike_us);
+  take(vm, "link", options.link);
+  return ethx::run_fault(options);
+}
+
+int restart_switch(int argc, char** argv) {
+  ethx::RestartSwitchOptions options;
+  po::options_description description("ethx restart-switch options");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "quiet", po::bool_switch(&options.quiet), "print nothing on success");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  return ethx::run_restart_switch(options);
+}
+
 int sim(int argc, char** argv) {
   ethx::sim::SimOptions options;
   std::uint64_t bytes = 0;
@@ -238,6 +289,8 @@ int main(int argc, char** argv) {
     if (command == "down") return down(argc - 1, argv + 1);
     if (command == "status") return status(argc - 1, argv + 1);
     if (command == "guest") return guest(argc - 1, argv + 1);
+    if (command == "fault") return fault(argc - 1, argv + 1);
+    if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {

@@ -14,6 +14,7 @@
 #include "fabric/process_signals.hpp"
 #include "fabric/readiness_pipe.hpp"
 #include "fabric/socket_transport.hpp"
+#include "fabric/switch_launch.hpp"
 
 namespace ethx {
 namespace {
@@ -161,19 +162,15 @@ void FabricLauncher::start_switch() {
     control_.emplace(ControlRegion::create(control_region_name(fabric_name_),
                                            static_cast<std::uint32_t>(topology_.gpu_count)));
   }
-  std::vector<std::string> args = {
-      executable_directory() + "/ethx-switch", "--fabric",     fabric_name_,       "--gpus",
-      std::to_string(topology_.gpu_count),     "--stats-file", options_.stats_path};
-  if (!config_path_.empty()) args.insert(args.end(), {"--config", config_path_});
-  if (sockets) {
-    args.insert(args.end(), {"--transport", options_.transport, "--netns-tag", options_.netns_tag});
-  }
-  args.insert(args.end(), {"--ready-fd", "3"});
-  if (options_.detached) {
-    args.insert(args.end(), {"--stats-interval-ms", "250"});
-  } else {
-    args.push_back("--stop-with-parent");
-  }
+  SwitchLaunch launch;
+  launch.fabric = fabric_name_;
+  launch.config_path = config_path_;
+  launch.gpus = topology_.gpu_count;
+  launch.transport = options_.transport;
+  launch.netns_tag = options_.netns_tag;
+  launch.stats_path = options_.stats_path;
+  launch.detached = options_.detached;
+  const std::vector<std::string> args = switch_arguments(launch);
   ReadinessPipe ready;
   switch_process_ = std::make_unique<ChildProcess>(spawn(args, "switch", ready.child_end()));
   ready.close_child_end();

@@ -99,7 +99,8 @@ RunDirectory::RunDirectory(std::string name) : name_(std::move(name)) {
 }
 
 RunDirectory::~RunDirectory() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  if (switch_lock_fd_ >= 0) ::close(switch_lock_fd_);  // releases the flock
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 std::string RunDirectory::path() const {
@@ -111,22 +112,47 @@ bool RunDirectory::exists() const {
   return std::filesystem::exists(state_path(), error);
 }
 
-void RunDirectory::lock() {
-  if (lock_fd_ >= 0) return;
+namespace {
+
+// Opens <root>/<file> (creating the root) and takes an exclusive flock on it.
+int take_lock(const std::string& root, const std::string& file) {
   std::error_code error;
-  std::filesystem::create_directories(root(), error);
+  std::filesystem::create_directories(root, error);
   if (error) {
-    throw std::runtime_error("cannot create the run directory root " + root() + ": " +
+    throw std::runtime_error("cannot create the run directory root " + root + ": " +
                              error.message());
   }
-  const std::string lock_path = root() + "/" + name_ + ".lock";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0) {
-    throw std::system_error(errno, std::generic_category(), "open " + lock_path);
+  const std::string lock_path = root + "/" + file;
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + lock_path);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const int saved = errno;
+      ::close(fd);
+      throw std::system_error(saved, std::generic_category(), "flock " + lock_path);
+    }
   }
-  while (::flock(lock_fd_, LOCK_EX) != 0) {
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "flock");
-  }
+  return fd;
+}
+
+}  // namespace
+
+void RunDirectory::lock() {
+  if (lock_fd_ < 0) lock_fd_ = take_lock(root(), name_ + ".lock");
+}
+
+void RunDirectory::lock_switch() {
+  if (switch_lock_fd_ < 0) switch_lock_fd_ = take_lock(root(), name_ + ".switch.lock");
+}
+
+bool RunDirectory::switch_lock_busy() const {
+  if (switch_lock_fd_ >= 0) return false;  // ours
+  const std::string lock_path = root() + "/" + name_ + ".switch.lock";
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never taken
+  const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // also releases the shared lock if we got it
+  return busy;
 }
 
 void RunDirectory::create() {

@@ -63,6 +63,13 @@ class RunDirectory {
   // Takes <root>/<name>.lock (flock; blocks while another ethx up/down/bench of this name
   // holds it), creating the root. Released by the destructor.
   void lock();
+  // Takes <root>/<name>.switch.lock (flock), which serialises replacing the switch process
+  // (`ethx restart-switch`) with `ethx up` and `ethx down` (which take it after lock()). Not the
+  // main lock, so a switch can be restarted while an attached benchmark runs. Released by the
+  // destructor.
+  void lock_switch();
+  // True while another process holds the switch lock (a switch restart is under way).
+  bool switch_lock_busy() const;
   // Creates the directory (0700).
   void create();
   // Writes the record atomically (temporary file + rename).
@@ -78,6 +85,7 @@ class RunDirectory {
  private:
   std::string name_;
   int lock_fd_ = -1;
+  int switch_lock_fd_ = -1;
 };
 
 // All fabric names with a run directory.

@@ -43,10 +43,15 @@ bool ShmSwitchRuntime::receive_all(TimeNs now) {
   // can still hold (a frame adds at most one copy to any queue), so a receiver that is slower
   // than its senders back-pressures them through their rings instead of losing stores.
   std::size_t budget = admission_budget_frames(now);
-  bool moved = false;
+  // Frames a delay spike held whose time has come go before anything newer.
+  core_.release_held(now, touched_);
+  bool moved = !touched_.empty();
   const std::uint32_t ports = region_.port_count();
   for (std::uint32_t i = 0; i < ports && budget > 0; ++i) {
     const std::uint32_t port = (first_port_ + i) % ports;  // rotate for fairness
+    // A stalled link (delay spike) delivers nothing: its frames wait in the node's ring, which
+    // back-pressures the node as a paused link would, instead of piling up in the core.
+    if (core_.ingress_stalled(port, now)) continue;
     shm::PortChannel& channel = region_.port(port);
     // A (nearly) full ring means its node may be waiting for room: ring it once there is.
     const bool node_may_wait = channel.to_switch.size() >= shm::kRingSlots * 3 / 4;
@@ -83,10 +88,14 @@ bool ShmSwitchRuntime::has_input() {
   for (PortId egress : pending_.ports()) {
     if (region_.port(egress).to_node.has_free_slot()) return true;
   }
+  if (commands_.enabled() && commands_.pending()) return true;
+  const TimeNs now = monotonic_now_ns();
+  if (core_.next_release_ns() <= now) return true;
   // While paused, new input is not work: only a draining egress ring is.
-  if (admission_budget_frames(monotonic_now_ns()) == 0) return false;
+  if (admission_budget_frames(now) == 0) return false;
   for (std::uint32_t port = 0; port < region_.port_count(); ++port) {
-    if (!region_.port(port).to_switch.empty()) return true;
+    // A stalled port's frames are not work until its stall ends (next_release_ns).
+    if (!region_.port(port).to_switch.empty() && !core_.ingress_stalled(port, now)) return true;
   }
   return false;
 }
@@ -101,15 +110,22 @@ bool ShmSwitchRuntime::step() {
 void ShmSwitchRuntime::run(const std::atomic<bool>& stop) {
   region_.header().switch_ready.store(1);
   while (!stop.load(std::memory_order_relaxed)) {
+    // A changed fault is news for `ethx status` too.
+    if (commands_.poll(core_)) periodic_.note_activity();
     if (step()) {
       periodic_.note_activity();
       if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
       continue;
     }
-    // Idle: spin, yield, then sleep until a node rings; a signal ends the sleep at once.
+    // Idle: spin, yield, then sleep until a node rings or a held frame is due; a signal ends
+    // the sleep at once.
+    const TimeNs now = monotonic_now_ns();
+    const TimeNs release = core_.next_release_ns();
+    const std::int64_t until_release_ns =
+        release == kNoRelease ? -1 : static_cast<std::int64_t>(release > now ? release - now : 0);
     waiter_.wait(
         region_.header().switch_bell, [this] { return has_input(); },
-        periodic_.poll(monotonic_now_ns()));
+        PeriodicHook::shorter(periodic_.poll(now), until_release_ns));
   }
   region_.header().switch_ready.store(0);
 }

@@ -10,6 +10,7 @@
 #include "fabric/pending_egress.hpp"
 #include "fabric/periodic_hook.hpp"
 #include "fabric/shm_fabric_region.hpp"
+#include "fabric/switch_command_hook.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
 
@@ -23,6 +24,8 @@ class ShmSwitchRuntime {
   void run(const std::atomic<bool>& stop);
   // Runs `hook` from the forwarding thread (e.g. to publish counters for `ethx status`).
   void set_periodic(PeriodicHook hook) { periodic_ = std::move(hook); }
+  // Serves run-time commands (`ethx fault`) from the forwarding thread.
+  void set_commands(SwitchCommandHook hook) { commands_ = std::move(hook); }
   // One pass over every port; returns whether it moved any frame.
   bool step();
 
@@ -45,6 +48,7 @@ class ShmSwitchRuntime {
   std::uint32_t first_port_ = 0;
   std::uint64_t rounds_ = 0;
   PeriodicHook periodic_;
+  SwitchCommandHook commands_;
 };
 
 }  // namespace ethx

@@ -12,6 +12,7 @@ enum EventKind : std::uint32_t {
   kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
   kDeliver,  // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
   kWake,     // target GPU: the engine asked to be polled (timeouts)
+  kRelease,  // target switch: frames a delay spike held may move on
 };
 
 // Request transactions in a frame, read from the headers without checking the CRC (the
@@ -54,6 +55,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
   }
+  release_scheduled_ns_.assign(switches_.size(), kNoRelease);
 }
 
 SimFabric::~SimFabric() = default;
@@ -156,6 +158,9 @@ void SimFabric::dispatch(const Event& event) {
       break;
     case kWake:
       on_wake(static_cast<GpuId>(event.target));
+      break;
+    case kRelease:
+      on_release(event.target);
       break;
     default:
       break;
@@ -326,10 +331,30 @@ void SimFabric::on_arrival(std::uint32_t link_index) {
   touched_.clear();
   switches_[to.node]->on_frame(to.port, slots_[slot], now_ns(), touched_);
   release_slot(slot);
+  kick_touched(to.node);
+  schedule_release(to.node);
+}
+
+void SimFabric::kick_touched(std::uint32_t sw) {
   for (PortId port : touched_) {
-    const std::uint32_t egress = topology_.egress_link[to.node][port];
+    const std::uint32_t egress = topology_.egress_link[sw][port];
     if (egress != kNoLink) kick(egress);
   }
+}
+
+void SimFabric::schedule_release(std::uint32_t sw) {
+  const TimeNs next = switches_[sw]->next_release_ns();
+  if (next == kNoRelease || next == release_scheduled_ns_[sw]) return;
+  release_scheduled_ns_[sw] = next;
+  queue_.push(std::max<TimePs>(now_, next * kPsPerNs), kRelease, sw);
+}
+
+void SimFabric::on_release(std::uint32_t sw) {
+  release_scheduled_ns_[sw] = kNoRelease;
+  touched_.clear();
+  switches_[sw]->release_held(now_ns(), touched_);
+  kick_touched(sw);
+  schedule_release(sw);
 }
 
 void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo) {

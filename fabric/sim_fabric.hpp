@@ -86,6 +86,11 @@ class SimFabric {
   void on_arrival(std::uint32_t link_index);
   void on_deliver(GpuId gpu, std::uint32_t fifo);
   void on_wake(GpuId gpu);
+  // Delay spikes (switch_core.hpp): forwards what switch `sw` held until now.
+  void on_release(std::uint32_t sw);
+  // Schedules on_release for switch `sw`'s earliest held frame, unless one is scheduled then.
+  void schedule_release(std::uint32_t sw);
+  void kick_touched(std::uint32_t sw);
   // Handles what an endpoint call produced: frames to the NIC, wake-ups, completions.
   void after_engine(GpuId gpu);
   // A switch queued a frame for the link: start it now, or make sure one starts when the wire
@@ -104,6 +109,7 @@ class SimFabric {
   SimTopology topology_;
   std::vector<Gpu> gpus_;
   std::vector<std::unique_ptr<SwitchCore>> switches_;
+  std::vector<TimeNs> release_scheduled_ns_;  // per switch: kNoRelease when none is pending
   std::vector<Link> links_;
   std::vector<wire::Frame> slots_;  // frames in flight on links or in the completer
   std::vector<std::uint32_t> free_slots_;

@@ -69,8 +69,11 @@ SocketSwitchRuntime::~SocketSwitchRuntime() {
 }
 
 bool SocketSwitchRuntime::receive_all(TimeNs now) {
+  // Frames a delay spike held whose time has come go before anything newer. A stalled port is
+  // still read: a veth cannot be back-pressured, so the core holds what arrives meanwhile.
+  core_.release_held(now, touched_);
   CoreSink sink(core_, touched_);
-  bool moved = false;
+  bool moved = !touched_.empty();
   const auto count = static_cast<std::uint32_t>(ports_.size());
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::uint32_t port = (first_port_ + i) % count;  // rotate for fairness
@@ -102,6 +105,8 @@ bool SocketSwitchRuntime::transmit_all() {
 }
 
 bool SocketSwitchRuntime::has_work() {
+  if (commands_.enabled() && commands_.pending()) return true;
+  if (core_.next_release_ns() <= monotonic_now_ns()) return true;
   for (PortId egress : pending_.ports()) {
     if (ports_[egress]->can_send()) return true;
   }
@@ -125,14 +130,22 @@ void SocketSwitchRuntime::run(const std::atomic<bool>& stop) {
 void SocketSwitchRuntime::run(const std::function<bool()>& should_stop) {
   const std::array<int, 1> fds{epoll_fd_};
   while (!should_stop()) {
+    // A changed fault is news for `ethx status` too.
+    if (commands_.poll(core_)) periodic_.note_activity();
     if (step()) {
       periodic_.note_activity();
       if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
       continue;
     }
     // With frames held for a busy port, block only briefly: its completions do not wake us.
-    const std::int64_t timeout_ns =
-        PeriodicHook::shorter(pending_.empty() ? -1 : 100'000, periodic_.poll(monotonic_now_ns()));
+    // Frames a delay spike holds wake us when they are due.
+    const TimeNs now = monotonic_now_ns();
+    const TimeNs release = core_.next_release_ns();
+    const std::int64_t until_release_ns =
+        release == kNoRelease ? -1 : static_cast<std::int64_t>(release > now ? release - now : 0);
+    const std::int64_t timeout_ns = PeriodicHook::shorter(
+        PeriodicHook::shorter(pending_.empty() ? -1 : 100'000, periodic_.poll(now)),
+        until_release_ns);
     waiter_.wait(
         fds, [this, &should_stop] { return should_stop() || has_work(); }, timeout_ns);
     std::uint64_t drained = 0;

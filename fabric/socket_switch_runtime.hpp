@@ -11,6 +11,7 @@
 #include "fabric/frame_socket.hpp"
 #include "fabric/pending_egress.hpp"
 #include "fabric/periodic_hook.hpp"
+#include "fabric/switch_command_hook.hpp"
 #include "fabric/topology_config.hpp"
 #include "switch/switch_core.hpp"
 
@@ -35,6 +36,8 @@ class SocketSwitchRuntime {
   void run(const std::function<bool()>& should_stop);
   // Runs `hook` from the forwarding thread (e.g. to publish counters for `ethx status`).
   void set_periodic(PeriodicHook hook) { periodic_ = std::move(hook); }
+  // Serves run-time commands (`ethx fault`) from the forwarding thread.
+  void set_commands(SwitchCommandHook hook) { commands_ = std::move(hook); }
   bool step();
   void interrupt();
 
@@ -57,6 +60,7 @@ class SocketSwitchRuntime {
   std::uint32_t first_port_ = 0;
   SocketSwitchCounters counters_;
   PeriodicHook periodic_;
+  SwitchCommandHook commands_;
 };
 
 }  // namespace ethx

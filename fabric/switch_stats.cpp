@@ -1,5 +1,7 @@
 #include "fabric/switch_stats.hpp"
 
+#include "fabric/fault_change.hpp"
+
 namespace ethx {
 
 nlohmann::json switch_stats_json(const SwitchCore& core) {
@@ -11,7 +13,11 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                            {"drops_unknown_destination", 0},
                            {"drops_hairpin", 0},
                            {"drops_spoofed", 0},
-                           {"drops_link_down", 0}};
+                           {"drops_link_down", 0},
+                           {"faults_dropped", 0},
+                           {"faults_corrupted", 0},
+                           {"faults_reordered", 0},
+                           {"faults_delayed", 0}};
   for (PortId port = 0; port < core.port_count(); ++port) {
     const PortCounters& c = core.counters(port);
     nlohmann::json malformed_by_reason = nlohmann::json::object();
@@ -34,9 +40,12 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"faults_dropped", c.faults_dropped},
                             {"faults_corrupted", c.faults_corrupted},
                             {"faults_reordered", c.faults_reordered},
+                            {"faults_delay_spikes", c.faults_delay_spikes},
+                            {"faults_delayed", c.faults_delayed},
                             {"drops_link_down", c.drops_link_down},
                             {"queue_bytes_high_water", c.queue_bytes_high_water},
-                            {"malformed_by_reason", malformed_by_reason}};
+                            {"malformed_by_reason", malformed_by_reason},
+                            {"faults", port_faults_json(core.faults(port), core.port_up(port))}};
     for (auto& [key, value] : totals.items())
       value = value.get<std::uint64_t>() + entry[key].get<std::uint64_t>();
     ports.push_back(entry);

@@ -246,13 +246,25 @@ void read_faults(const toml::value& node, const std::string& source, TopologyCon
   std::size_t index = 0;
   for (const toml::value& entry : node.as_array()) {
     TableReader table(entry, "fault[" + std::to_string(index++) + "]", source);
-    table.allow_only({"port", "drop_rate", "corrupt_rate", "reorder_rate"});
+    table.allow_only({"port", "drop_rate", "corrupt_rate", "reorder_rate", "delay_spike_rate",
+                      "delay_spike_us", "link"});
     if (!table.has("port")) table.fail("port", "is required");
     PortFaults faults;
     const auto port = static_cast<PortId>(table.unsigned_field("port", 0, 0, kMaxGpus - 1));
     faults.drop_rate = table.double_field("drop_rate", 0.0, 0.0, 1.0);
     faults.corrupt_rate = table.double_field("corrupt_rate", 0.0, 0.0, 1.0);
     faults.reorder_rate = table.double_field("reorder_rate", 0.0, 0.0, 1.0);
+    faults.delay_spike_rate = table.double_field("delay_spike_rate", 0.0, 0.0, 1.0);
+    faults.delay_spike_ns =
+        table.unsigned_field("delay_spike_us", 0, 0, kMaxDelaySpikeNs / 1000) * 1000;
+    // A rate without a length (or the reverse) would silently inject nothing.
+    if ((faults.delay_spike_rate > 0) != (faults.delay_spike_ns > 0)) {
+      table.fail(faults.delay_spike_rate > 0 ? "delay_spike_us" : "delay_spike_rate",
+                 "is needed too: a delay spike has a rate and a length");
+    }
+    const std::string link = table.string_field("link", "up");
+    if (link != "up" && link != "down") table.fail("link", "must be \"up\" or \"down\"");
+    faults.link_down = link == "down";
     config.faults.emplace_back(port, faults);
   }
 }

@@ -13,6 +13,7 @@
 
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/fabric_names.hpp"
+#include "fabric/fault_change.hpp"
 #include "fabric/guest_agent.hpp"
 #include "fabric/kvm_probe.hpp"
 #include "fabric/netns_topology.hpp"
@@ -90,6 +91,32 @@ std::vector<std::string> remove_recorded(const RunDirectory& directory, const Ru
   return removed;
 }
 
+// The ports that inject faults or have injected some, one line each; nothing if none did.
+void print_faults(const json& ports) {
+  bool header = false;
+  for (const json& port : ports) {
+    if (!port.contains("faults")) continue;  // a switch from before fault injection
+    auto count = [&port](const char* key) {
+      return static_cast<unsigned long long>(port.value(key, std::uint64_t{0}));
+    };
+    const std::string active = describe_port_faults(port["faults"]);
+    if (active == "none" && count("faults_dropped") + count("faults_corrupted") +
+                                    count("faults_reordered") + count("faults_delayed") +
+                                    count("drops_link_down") ==
+                                0) {
+      continue;
+    }
+    if (!header) std::printf("\n  injected faults:\n");
+    header = true;
+    std::printf(
+        "  port %-3d %s; dropped %llu, corrupted %llu, reordered %llu, delayed %llu "
+        "(%llu spikes), link-down drops %llu\n",
+        port["port"].get<int>(), active.c_str(), count("faults_dropped"), count("faults_corrupted"),
+        count("faults_reordered"), count("faults_delayed"), count("faults_delay_spikes"),
+        count("drops_link_down"));
+  }
+}
+
 bool any_running(const RunState& state) {
   for (const RecordedProcess& process : state.processes) {
     if (process.role != "up" && process.running()) return true;
@@ -127,6 +154,7 @@ int run_up(const UpOptions& options) {
   }
   const TopologyConfig topology = load_topology(options.config_path, gpus);
   directory.lock();
+  directory.lock_switch();  // a restart of the switch of an earlier record finishes first
   if (const std::optional<RunState> earlier = directory.load()) {
     if (any_running(*earlier)) {
       std::cerr << "ethx up: fabric '" << options.name << "' is already up (" << earlier->gpus
@@ -222,6 +250,7 @@ int run_down(const DownOptions& options) {
   for (const std::string& name : names) {
     RunDirectory directory(name);
     directory.lock();
+    directory.lock_switch();  // a switch restart under way records its new switch first
     std::optional<RunState> state;
     try {
       state = directory.load();
@@ -330,6 +359,7 @@ int run_status(const StatusOptions& options) {
           static_cast<unsigned long long>(port["drops_unknown_destination"].get<std::uint64_t>()),
           static_cast<unsigned long long>(port.value("drops_spoofed", std::uint64_t{0})));
     }
+    print_faults(report["switch"]["ports"]);
   }
   return all_running ? 0 : 1;
 }

@@ -2,6 +2,9 @@
 // region (or, with --transport afxdp|afpacket, opens one socket per port on its veths in the
 // switch's network namespace), forwards frames between the nodes from one thread, and writes
 // its counters: on exit, and with --stats-interval-ms also while it runs (for `ethx status`).
+// It serves run-time fault changes (`ethx fault`) from the control region's switch mailbox.
+// With --persistent-region (`ethx up`) the shm port region outlives the process, so a
+// restarted switch (`ethx restart-switch`) attaches to the rings the running nodes still use.
 // On the socket transports `ethx bench` can switch it to the minimal forwarder it measures it
 // against (bare_forwarder.hpp), through the control region.
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include "fabric/shm_switch_runtime.hpp"
 #include "fabric/socket_switch_runtime.hpp"
 #include "fabric/socket_transport.hpp"
+#include "fabric/switch_command_box.hpp"
 #include "fabric/switch_stats.hpp"
 #include "fabric/topology_config.hpp"
 
@@ -40,7 +44,36 @@ struct SwitchOptions {
   unsigned gpus = 0;
   int ready_fd = -1;
   bool stop_with_parent = false;
+  bool persistent_region = false;
 };
+
+// The fabric's control region, if its creator (ethx bench, ethx up) made one.
+std::optional<ethx::ControlRegion> attach_control(const std::string& fabric) {
+  std::optional<ethx::ControlRegion> control;
+  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
+    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(fabric)));
+  }
+  return control;
+}
+
+// The shm port region: created, or with --persistent-region the one a previous switch of this
+// fabric left for the nodes that still run (a restart), kept in /dev/shm on exit either way.
+ethx::shm::ShmFabricRegion open_port_region(const SwitchOptions& options, std::size_t gpus) {
+  const std::string name = ethx::switch_region_name(options.fabric);
+  if (!options.persistent_region || !ethx::shm::SharedMemoryFile::exists(name)) {
+    auto region = ethx::shm::ShmFabricRegion::create(name, static_cast<std::uint32_t>(gpus));
+    if (options.persistent_region) region.file().keep_name();
+    return region;
+  }
+  auto region = ethx::shm::ShmFabricRegion::attach(name);
+  if (region.port_count() != gpus) {
+    throw std::runtime_error("shared memory " + name + " has " +
+                             std::to_string(region.port_count()) + " ports, the fabric " +
+                             std::to_string(gpus) + " GPUs");
+  }
+  region.header().switch_pid.store(static_cast<std::int32_t>(::getpid()));
+  return region;
+}
 
 // Readers (`ethx status`) never see a half-written file: write a sibling, then rename.
 void write_atomically(const std::string& path, const nlohmann::json& value) {
@@ -114,9 +147,11 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
   }
   // `ethx bench` switches between the ethx switch core and the bare forwarder through the
   // control region, on these same sockets, to measure the switch against its baseline.
-  std::optional<ethx::ControlRegion> control;
-  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(options.fabric))) {
-    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(options.fabric)));
+  std::optional<ethx::ControlRegion> control = attach_control(options.fabric);
+  std::optional<ethx::SwitchCommandServer> commands;
+  if (control) {
+    commands.emplace(*control);
+    runtime.set_commands(commands->hook());
   }
   auto requested_mode = [&] { return control ? control->header().switch_mode.load() : 0u; };
   ethx::notify_ready(options.ready_fd);
@@ -144,9 +179,14 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
 
 int run_on_shared_memory(const SwitchOptions& options, const ethx::TopologyConfig& topology,
                          pid_t parent_pid) {
-  auto region = ethx::shm::ShmFabricRegion::create(ethx::switch_region_name(options.fabric),
-                                                   static_cast<std::uint32_t>(topology.gpu_count));
+  auto region = open_port_region(options, topology.gpu_count);
   ethx::ShmSwitchRuntime runtime(topology, region);
+  std::optional<ethx::ControlRegion> control = attach_control(options.fabric);
+  std::optional<ethx::SwitchCommandServer> commands;
+  if (control) {
+    commands.emplace(*control);
+    runtime.set_commands(commands->hook());
+  }
   auto snapshot = [&] {
     nlohmann::json stats = ethx::switch_stats_json(runtime.core());
     stats["pid"] = ::getpid();
@@ -173,7 +213,10 @@ int run(int argc, char** argv) {
       "stats-interval-ms", po::value(&options.stats_interval_ms),
       "also rewrite the stats file while running, at most this often (after changes)")(
       "stop-with-parent", po::bool_switch(&options.stop_with_parent), "exit when the parent exits")(
-      "transport", po::value(&options.transport), "shm (default) | afxdp | afpacket")(
+      "persistent-region", po::bool_switch(&options.persistent_region),
+      "shm: attach to the fabric's port region if it exists (a restart) and leave it in "
+      "/dev/shm on exit")("transport", po::value(&options.transport),
+                          "shm (default) | afxdp | afpacket")(
       "netns-tag", po::value(&options.netns_tag),
       "socket transports: the run's tag; port i is veth ethx-<tag>-s<i> in namespace "
       "ethx-<tag>-sw")("ready-fd", po::value(&options.ready_fd),

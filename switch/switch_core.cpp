@@ -1,5 +1,6 @@
 #include "switch/switch_core.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -98,9 +99,12 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
     ++in.counters.drops_link_down;
     return;
   }
+  // A link delivers in order: frames an ended stall still holds go before this one.
+  if (!in.held.empty() && now >= in.stalled_until_ns) release_port(ingress, now, egress_touched);
 
   // Injected faults act as the link would: before anything in the switch sees the frame.
   bool reorder = false;
+  bool spike = false;
   if (in.faults.any()) {
     std::uniform_real_distribution<double> chance(0.0, 1.0);
     if (in.faults.drop_rate > 0 && chance(fault_rng_) < in.faults.drop_rate) {
@@ -116,8 +120,25 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
       frame = corrupted_;
     }
     reorder = in.faults.reorder_rate > 0 && chance(fault_rng_) < in.faults.reorder_rate;
+    // A frame behind a running stall cannot start another one: it is already waiting.
+    spike = now >= in.stalled_until_ns && in.faults.delay_spike_rate > 0 &&
+            in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
   }
+  if (spike) {
+    ++in.counters.faults_delay_spikes;
+    in.stalled_until_ns = now + in.faults.delay_spike_ns;
+  }
+  // Checked even when the faults were cleared meanwhile: a stall that began still runs out.
+  if (now < in.stalled_until_ns) {
+    hold(in, frame, reorder);
+    return;
+  }
+  forward(ingress, frame, now, reorder, egress_touched);
+}
 
+void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeNs now, bool reorder,
+                         std::vector<PortId>& egress_touched) {
+  Port& in = ports_[ingress];
   MacAddr dst;
   MacAddr src;
   std::uint16_t ether_type = 0;
@@ -174,6 +195,63 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
   }
 }
 
+void SwitchCore::hold(Port& in, std::span<const std::byte> frame, bool reorder) {
+  // A stalled link still has only so much buffer: the port's queue limit, as for egress.
+  if (in.held_bytes + frame.size() > in.queue_bytes_limit) {
+    ++in.counters.drops_queue_full;
+    return;
+  }
+  if (in.held.empty()) ++ports_holding_;
+  in.held.push_back(HeldFrame{wire::Frame(frame.begin(), frame.end()), reorder});
+  in.held_bytes += frame.size();
+  ++in.counters.faults_delayed;
+}
+
+void SwitchCore::release_port(PortId ingress, TimeNs now, std::vector<PortId>& egress_touched) {
+  // Taken out first: forward() never adds to a held queue, but the loop must not care.
+  std::deque<HeldFrame> released;
+  released.swap(ports_[ingress].held);
+  ports_[ingress].held_bytes = 0;
+  --ports_holding_;
+  for (const HeldFrame& frame : released) {
+    forward(ingress, frame.bytes, now, frame.reorder, egress_touched);
+  }
+}
+
+void SwitchCore::drop_held(Port& port) {
+  if (port.held.empty()) return;
+  port.counters.drops_link_down += port.held.size();
+  port.held.clear();
+  port.held_bytes = 0;
+  --ports_holding_;
+}
+
+void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
+  if (ports_holding_ == 0) return;
+  for (PortId port = 0; port < ports_.size(); ++port) {
+    if (!ports_[port].held.empty() && now >= ports_[port].stalled_until_ns) {
+      release_port(port, now, egress_touched);
+    }
+  }
+}
+
+TimeNs SwitchCore::next_release_ns() const {
+  TimeNs next = kNoRelease;
+  if (ports_holding_ == 0) return next;
+  for (const Port& port : ports_) {
+    if (!port.held.empty()) next = std::min(next, port.stalled_until_ns);
+  }
+  return next;
+}
+
+bool SwitchCore::ingress_stalled(PortId ingress, TimeNs now) const {
+  return ingress < ports_.size() && now < ports_[ingress].stalled_until_ns;
+}
+
+std::size_t SwitchCore::held_frames(PortId ingress) const {
+  return ingress < ports_.size() ? ports_[ingress].held.size() : 0;
+}
+
 void SwitchCore::learn(const MacAddr& src, PortId ingress) {
   const auto [it, inserted] = routes_.try_emplace(src.as_u64(), Route{ingress, false});
   // A station that moved is found on its new port; static entries never move.
@@ -211,11 +289,28 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
 
 void SwitchCore::set_faults(PortId ingress, const PortFaults& faults) {
   if (ingress >= ports_.size()) return;
-  auto valid = [](double rate) { return rate >= 0.0 && rate <= 1.0; };
-  if (!valid(faults.drop_rate) || !valid(faults.corrupt_rate) || !valid(faults.reorder_rate)) {
-    throw std::invalid_argument("fault rates must be between 0 and 1");
+  const std::pair<const char*, double> rates[] = {{"drop_rate", faults.drop_rate},
+                                                  {"corrupt_rate", faults.corrupt_rate},
+                                                  {"reorder_rate", faults.reorder_rate},
+                                                  {"delay_spike_rate", faults.delay_spike_rate}};
+  for (const auto& [field, rate] : rates) {
+    // Written so that NaN fails too.
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+      throw std::invalid_argument(std::string(field) + " must be between 0 and 1 (got " +
+                                  std::to_string(rate) + ")");
+    }
+  }
+  if (faults.delay_spike_ns > kMaxDelaySpikeNs) {
+    throw std::invalid_argument("delay_spike_ns must be at most " +
+                                std::to_string(kMaxDelaySpikeNs) + " (got " +
+                                std::to_string(faults.delay_spike_ns) + ")");
   }
   ports_[ingress].faults = faults;
+  set_port_up(ingress, !faults.link_down);
+}
+
+const PortFaults& SwitchCore::faults(PortId ingress) const {
+  return ports_.at(ingress).faults;
 }
 
 const QueuedFrame* SwitchCore::front(PortId egress) const {
@@ -265,6 +360,9 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   target.counters.drops_link_down += target.queue.size();
   target.queue.clear();
   target.queued_bytes = 0;
+  // Frames a delay spike holds were still on the link, which is gone now.
+  drop_held(target);
+  target.stalled_until_ns = 0;
   // Forget stations learned behind the dead link, as a real switch flushes its table on link
   // down: if they reappear elsewhere they are flooded to and relearned instead of black-holed.
   std::erase_if(routes_, [port](const auto& entry) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -37,8 +38,23 @@ struct PortFaults {
   double drop_rate = 0.0;     // the frame is lost
   double corrupt_rate = 0.0;  // one bit of the frame is flipped (fabric frames then fail the CRC)
   double reorder_rate = 0.0;  // the frame overtakes the one queued before it on its egress port
-  bool any() const { return drop_rate > 0 || corrupt_rate > 0 || reorder_rate > 0; }
+  // A delay spike stalls the port's ingress link: the frame, and every frame arriving on the
+  // port after it, waits until delay_spike_ns after the frame arrived, then they move on in
+  // arrival order. Both must be set for spikes to happen.
+  double delay_spike_rate = 0.0;
+  TimeNs delay_spike_ns = 0;
+  bool link_down = false;  // the link is down (set_faults applies it through set_port_up)
+  // Whether on_frame has any per-frame draw to make (link state is not per frame).
+  bool any() const {
+    return drop_rate > 0 || corrupt_rate > 0 || reorder_rate > 0 ||
+           (delay_spike_rate > 0 && delay_spike_ns > 0);
+  }
+  bool operator==(const PortFaults&) const = default;
 };
+// The longest delay spike set_faults accepts: a minute is already far past any timeout, and the
+// bound keeps `now + delay` far from overflowing.
+inline constexpr TimeNs kMaxDelaySpikeNs = 60'000'000'000;
+inline constexpr TimeNs kNoRelease = std::numeric_limits<TimeNs>::max();
 
 struct SwitchConfig {
   std::vector<SwitchPortConfig> ports;
@@ -84,10 +100,12 @@ struct PortCounters {
   std::uint64_t drops_queue_full = 0;           // on the egress port
   std::uint64_t drops_unknown_destination = 0;  // on the ingress port
   std::uint64_t drops_hairpin = 0;              // on the ingress port
-  std::uint64_t drops_spoofed = 0;     // on the ingress port: source not the GPU bound to it
-  std::uint64_t faults_dropped = 0;    // injected (ingress port)
-  std::uint64_t faults_corrupted = 0;  // injected (ingress port); counted malformed afterwards
-  std::uint64_t faults_reordered = 0;  // injected (ingress port)
+  std::uint64_t drops_spoofed = 0;        // on the ingress port: source not the GPU bound to it
+  std::uint64_t faults_dropped = 0;       // injected (ingress port)
+  std::uint64_t faults_corrupted = 0;     // injected (ingress port); counted malformed afterwards
+  std::uint64_t faults_reordered = 0;     // injected (ingress port)
+  std::uint64_t faults_delay_spikes = 0;  // injected (ingress port): stalls started
+  std::uint64_t faults_delayed = 0;       // frames held by a stall (ingress port)
   // Frames lost because this port was down: queued when it went down, routed to it while
   // down, or arriving on it while down.
   std::uint64_t drops_link_down = 0;
@@ -114,9 +132,26 @@ class SwitchCore {
   void on_frame(PortId ingress, std::span<const std::byte> frame, TimeNs now,
                 std::vector<PortId>& egress_touched);
 
-  // The egress side, drained by the runtime. Out-of-range ports read as empty.
-  // Changes the faults `ingress` injects from now on (run-time fault injection).
+  // Changes the faults `ingress` injects from now on (run-time fault injection), including its
+  // link state (faults.link_down). Throws std::invalid_argument for a rate outside [0, 1] or a
+  // delay spike over kMaxDelaySpikeNs, naming the field; ignores an out-of-range port. Frames a
+  // spike already holds keep their release time.
   void set_faults(PortId ingress, const PortFaults& faults);
+  const PortFaults& faults(PortId ingress) const;  // throws std::out_of_range
+
+  // Delay spikes. Frames held by a stalled ingress link move on when a call hands in a `now` at
+  // or past their release time: on_frame on that port, or release_held. A runtime calls
+  // release_held every pass and, when idle, sleeps no longer than until next_release_ns().
+  void release_held(TimeNs now, std::vector<PortId>& egress_touched);
+  TimeNs next_release_ns() const;  // kNoRelease when nothing is held
+  // True while a spike stalls `ingress`: a runtime that can back-pressure the sender (shared
+  // memory rings) leaves the port's frames where they are until then; others may hand them in
+  // and the core holds them (up to the port's egress_queue_bytes, beyond that they are dropped
+  // as queue-full on the ingress port).
+  bool ingress_stalled(PortId ingress, TimeNs now) const;
+  std::size_t held_frames(PortId ingress) const;
+
+  // The egress side, drained by the runtime. Out-of-range ports read as empty.
   const QueuedFrame* front(PortId egress) const;  // nullptr if empty
   void pop(PortId egress);                        // the runtime sent front(); counts tx
   // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
@@ -136,8 +171,15 @@ class SwitchCore {
   bool port_up(PortId port) const;         // false for out-of-range ports
 
  private:
+  struct HeldFrame {
+    wire::Frame bytes;
+    bool reorder = false;  // drawn on arrival, applied when it is forwarded
+  };
   struct Port {
     std::deque<QueuedFrame> queue;
+    std::deque<HeldFrame> held;  // frames behind a delay spike, in arrival order
+    std::size_t held_bytes = 0;
+    TimeNs stalled_until_ns = 0;
     std::size_t queued_bytes = 0;
     std::size_t queue_bytes_limit = 0;
     bool up = true;
@@ -154,6 +196,12 @@ class SwitchCore {
     bool is_static = false;
   };
 
+  // The switch proper, after the link (and its faults) delivered the frame.
+  void forward(PortId ingress, std::span<const std::byte> frame, TimeNs now, bool reorder,
+               std::vector<PortId>& egress_touched);
+  void hold(Port& in, std::span<const std::byte> frame, bool reorder);
+  void release_port(PortId ingress, TimeNs now, std::vector<PortId>& egress_touched);
+  void drop_held(Port& port);
   void learn(const MacAddr& src, PortId ingress);
   void flood(PortId ingress, std::span<const std::byte> frame, TimeNs now,
              std::vector<PortId>& egress_touched);
@@ -164,6 +212,7 @@ class SwitchCore {
   std::vector<Port> ports_;
   std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
   std::uint64_t drops_bad_port_ = 0;
+  std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
   std::mt19937_64 fault_rng_;
   wire::Frame corrupted_;  // scratch for a frame with an injected bit flip
 };

@@ -59,6 +59,24 @@ TEST(SimFabric, EightByteLoadLatencyFollowsEveryParameter) {
   expect_load_latency_matches(config);
 }
 
+TEST(SimFabric, DelaySpikesAddTheirLengthToEveryFrameThatMeetsOne) {
+  // Every frame on either port starts a 5 us stall (loads are sequential, so each stall has
+  // ended before the next frame): the request and the response each wait 5 us.
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 2\n"
+      "[[fault]]\nport = 0\ndelay_spike_rate = 1.0\ndelay_spike_us = 5\n"
+      "[[fault]]\nport = 1\ndelay_spike_rate = 1.0\ndelay_spike_us = 5\n",
+      "t.toml");
+  const SimReport report =
+      simulate(config, TopologyKind::kSingle, WorkloadKind::kLoadLatency, 8, 1, 1);
+  ASSERT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_failed, 0u);
+  const double expected_ps = (expected_load_ns(config, 8) + 2 * 5000.0) * 1000;
+  // The core's clock is whole nanoseconds, the simulator's picoseconds: within 1 ns per hop.
+  EXPECT_NEAR(static_cast<double>(report.latency_p50_ps), expected_ps, 2000.0);
+  EXPECT_NEAR(static_cast<double>(report.latency_max_ps), expected_ps, 2000.0);
+}
+
 TEST(SimFabric, IdenticalRunsGiveIdenticalReports) {
   TopologyConfig config = load_topology("");
   config.resize(64);

@@ -621,5 +621,145 @@ TEST(SwitchFaults, TheSameSeedInjectsTheSameFaultsAndRatesAreChecked) {
   EXPECT_THROW(core.set_faults(0, {1.5, 0.0, 0.0}), std::invalid_argument);
 }
 
+PortFaults spikes(double rate, TimeNs length_ns) {
+  PortFaults faults;
+  faults.delay_spike_rate = rate;
+  faults.delay_spike_ns = length_ns;
+  return faults;
+}
+
+TEST(SwitchFaults, ADelaySpikeHoldsTheFrameUntilItsReleaseTimeAndNotLonger) {
+  SwitchCore core = faulty_switch(spikes(1.0, 1000));
+  std::vector<PortId> touched;
+  EXPECT_EQ(core.next_release_ns(), kNoRelease);
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 100, touched);
+  EXPECT_TRUE(touched.empty());
+  EXPECT_EQ(core.queued_frames(1), 0u);
+  EXPECT_EQ(core.held_frames(0), 1u);
+  EXPECT_EQ(core.next_release_ns(), 1100u);
+  EXPECT_TRUE(core.ingress_stalled(0, 1099));
+  EXPECT_FALSE(core.ingress_stalled(0, 1100));
+  EXPECT_FALSE(core.ingress_stalled(1, 500));  // only the port the spike hit
+
+  core.release_held(1099, touched);
+  EXPECT_EQ(core.queued_frames(1), 0u) << "released before its time";
+  core.release_held(1100, touched);
+  ASSERT_EQ(core.queued_frames(1), 1u);
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  EXPECT_EQ(core.front(1)->enqueued_ns, 1100u);  // it reached the switch when released
+  EXPECT_EQ(core.front(1)->bytes, fabric_frame(kMacB, kMacA));
+  EXPECT_EQ(core.held_frames(0), 0u);
+  EXPECT_EQ(core.next_release_ns(), kNoRelease);
+  EXPECT_EQ(core.counters(0).faults_delay_spikes, 1u);
+  EXPECT_EQ(core.counters(0).faults_delayed, 1u);
+}
+
+TEST(SwitchFaults, ASpikeStallsTheIngressLinkFramesBehindItWaitAndKeepTheirOrder) {
+  SwitchCore core = faulty_switch(spikes(1.0, 1000));
+  std::vector<PortId> touched;
+  const wire::Frame a = fabric_frame(kMacB, kMacA, 64);
+  const wire::Frame b = fabric_frame(kMacB, kMacA, 128);
+  const wire::Frame c = fabric_frame(kMacB, kMacA, 256);
+  const wire::Frame d = fabric_frame(kMacB, kMacA, 512);
+  core.on_frame(0, a, 0, touched);    // starts the stall, until 1000
+  core.on_frame(0, b, 10, touched);   // behind it: held, no second spike
+  core.on_frame(0, c, 999, touched);  // still behind it
+  EXPECT_EQ(core.held_frames(0), 3u);
+  EXPECT_EQ(core.counters(0).faults_delay_spikes, 1u);
+  EXPECT_EQ(core.counters(0).faults_delayed, 3u);
+  // The other direction is not stalled.
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 20, touched);
+  EXPECT_EQ(core.queued_frames(0), 1u);
+
+  // Faults cleared while the stall runs: it still runs out, and the next frame on the port
+  // first lets the held ones go, in arrival order, then follows them.
+  core.set_faults(0, PortFaults{});
+  core.on_frame(0, d, 1500, touched);
+  ASSERT_EQ(core.queued_frames(1), 4u);
+  for (const wire::Frame* expected : {&a, &b, &c, &d}) {
+    EXPECT_EQ(core.front(1)->bytes, *expected);
+    core.pop(1);
+  }
+  EXPECT_EQ(core.counters(0).faults_delay_spikes, 1u);
+}
+
+TEST(SwitchFaults, AStalledLinkBuffersNoMoreThanItsQueueLimit) {
+  SwitchConfig config = config_with_ports(2, false);
+  config.static_routes = {{kMacA, 0}, {kMacB, 1}};
+  const wire::Frame frame = fabric_frame(kMacB, kMacA);
+  config.ports[0].egress_queue_bytes = frame.size() * 2;
+  config.faults = {{0, spikes(1.0, 1000)}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  for (TimeNs t = 0; t < 5; ++t) core.on_frame(0, frame, t, touched);
+  EXPECT_EQ(core.held_frames(0), 2u);
+  EXPECT_EQ(core.counters(0).drops_queue_full, 3u);
+  core.release_held(1000, touched);
+  EXPECT_EQ(core.queued_frames(1), 2u);
+}
+
+TEST(SwitchFaults, LinkDownAsAFaultDropsWhatTheLinkCarriedAndUpRestoresIt) {
+  SwitchCore core = faulty_switch(spikes(1.0, 1000));
+  std::vector<PortId> touched;
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 1, touched);
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 2, touched);
+  ASSERT_EQ(core.held_frames(0), 2u);
+  ASSERT_EQ(core.queued_frames(0), 1u);
+
+  PortFaults down;
+  down.link_down = true;
+  core.set_faults(0, down);
+  EXPECT_FALSE(core.port_up(0));
+  EXPECT_TRUE(core.faults(0).link_down);
+  // Held (still on the link) and queued frames are gone, and counted.
+  EXPECT_EQ(core.held_frames(0), 0u);
+  EXPECT_EQ(core.queued_frames(0), 0u);
+  EXPECT_EQ(core.counters(0).drops_link_down, 3u);
+  EXPECT_EQ(core.next_release_ns(), kNoRelease);
+  EXPECT_FALSE(core.ingress_stalled(0, 10));
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 20, touched);
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 20, touched);
+  EXPECT_EQ(core.counters(0).drops_link_down, 5u);
+  core.release_held(5000, touched);
+  EXPECT_EQ(core.queued_frames(1), 0u);
+
+  core.set_faults(0, PortFaults{});
+  EXPECT_TRUE(core.port_up(0));
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 30, touched);
+  core.on_frame(1, fabric_frame(kMacA, kMacB), 30, touched);
+  EXPECT_EQ(core.queued_frames(1), 1u);
+  EXPECT_EQ(core.queued_frames(0), 1u);
+}
+
+TEST(SwitchFaults, SetFaultsAtRunTimeChangesWhatThePortInjectsAndBadValuesNameTheField) {
+  SwitchCore core = faulty_switch({});
+  std::vector<PortId> touched;
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+  EXPECT_EQ(core.queued_frames(1), 1u);
+  core.set_faults(0, {1.0, 0.0, 0.0});
+  EXPECT_EQ(core.faults(0).drop_rate, 1.0);
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 1, touched);
+  EXPECT_EQ(core.queued_frames(1), 1u);
+  EXPECT_EQ(core.counters(0).faults_dropped, 1u);
+  core.set_faults(0, {});
+  core.on_frame(0, fabric_frame(kMacB, kMacA), 2, touched);
+  EXPECT_EQ(core.queued_frames(1), 2u);
+
+  auto message = [&core](const PortFaults& faults) -> std::string {
+    try {
+      core.set_faults(0, faults);
+    } catch (const std::invalid_argument& error) {
+      return error.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message(spikes(2.0, 10)).find("delay_spike_rate"), std::string::npos);
+  EXPECT_NE(message(spikes(0.5, kMaxDelaySpikeNs + 1)).find("delay_spike_ns"), std::string::npos);
+  EXPECT_NE(message({0.0, std::numeric_limits<double>::quiet_NaN(), 0.0}).find("corrupt_rate"),
+            std::string::npos);
+  EXPECT_EQ(core.faults(0), PortFaults{});  // a refused change changes nothing
+}
+
 }  // namespace
 }  // namespace ethx

@@ -180,5 +180,28 @@ TEST(ReliabilityConfig, TheEmbeddedDefaultIsOffAndBadValuesNameTheirField) {
             std::string::npos);
 }
 
+TEST(TopologyConfigTest, FaultTablesCarryDelaySpikesAndLinkStateAndCheckThem) {
+  const TopologyConfig config = parse_topology(
+      "[[fault]]\nport = 2\ndelay_spike_rate = 0.25\ndelay_spike_us = 300\nlink = \"down\"\n", "t");
+  const SwitchConfig switch_config = config.switch_config();
+  ASSERT_EQ(switch_config.faults.size(), 1u);
+  const PortFaults& faults = switch_config.faults[0].second;
+  EXPECT_DOUBLE_EQ(faults.delay_spike_rate, 0.25);
+  EXPECT_EQ(faults.delay_spike_ns, 300'000u);
+  EXPECT_TRUE(faults.link_down);
+  // A switch built from it has the port down from the start.
+  EXPECT_FALSE(SwitchCore(switch_config).port_up(2));
+  EXPECT_NE(error_of("[[fault]]\nport = 0\nlink = \"sideways\"\n").find("fault[0].link"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("[[fault]]\nport = 0\ndelay_spike_rate = 0.5\n").find("fault[0].delay_spike_us"),
+      std::string::npos);
+  EXPECT_NE(error_of("[[fault]]\nport = 0\ndelay_spike_us = 5\n").find("fault[0].delay_spike_rate"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[fault]]\nport = 0\ndelay_spike_rate = 1.5\ndelay_spike_us = 5\n")
+                .find("fault[0].delay_spike_rate"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ethx

@@ -1,0 +1,29 @@
+#include "fabric/switch_launch.hpp"
+
+#include "fabric/child_process.hpp"
+#include "fabric/socket_transport.hpp"
+
+namespace ethx {
+
+std::vector<std::string> switch_arguments(const SwitchLaunch& launch) {
+  std::vector<std::string> args = {executable_directory() + "/ethx-switch",
+                                   "--fabric",
+                                   launch.fabric,
+                                   "--gpus",
+                                   std::to_string(launch.gpus),
+                                   "--stats-file",
+                                   launch.stats_path};
+  if (!launch.config_path.empty()) args.insert(args.end(), {"--config", launch.config_path});
+  if (is_socket_transport(launch.transport)) {
+    args.insert(args.end(), {"--transport", launch.transport, "--netns-tag", launch.netns_tag});
+  }
+  args.insert(args.end(), {"--ready-fd", std::to_string(launch.ready_fd)});
+  if (launch.detached) {
+    args.insert(args.end(), {"--stats-interval-ms", "250", "--persistent-region"});
+  } else {
+    args.push_back("--stop-with-parent");
+  }
+  return args;
+}
+
+}  // namespace ethx

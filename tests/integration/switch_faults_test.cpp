@@ -1,0 +1,334 @@
+// Run-time fault injection and switch restarts on a fabric `ethx up` started, as a user drives
+// them: `ethx fault` changes what a port injects (seen in `ethx status --json` and in the
+// traffic), `ethx restart-switch` replaces the switch while the nodes keep running, and a
+// benchmark afterwards verifies every byte. Socket transports need root (skip otherwise).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "fabric/control_region.hpp"
+#include "fabric/fabric_client.hpp"
+#include "fabric/fabric_names.hpp"
+#include "fabric/netns_topology.hpp"
+#include "fabric/privileges.hpp"
+#include "fabric/shm_fabric_region.hpp"
+#include "fabric/socket_transport.hpp"
+#include "tests/integration/cli_test_support.hpp"
+
+namespace ethx {
+namespace {
+
+using nlohmann::json;
+using test::CommandResult;
+using test::ethx_binary;
+using test::run_command;
+
+constexpr GpuId kFaultyPort = 1;
+
+std::string requirement_missing(const std::string& transport) {
+  if (!is_socket_transport(transport)) return {};
+  if (::geteuid() != 0) return "needs root (network namespaces, veths, raw sockets)";
+  if (std::string error = check_privileges(privilege_needs(transport), "this test");
+      !error.empty()) {
+    return error;
+  }
+  if (transport == "afxdp" && !built_with_xdp()) return "built without ETHX_WITH_XDP";
+  return {};
+}
+
+// Kills a process that is not our child and waits (on a pidfd) until it has ended.
+void kill_and_wait(pid_t pid) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(pidfd, 0) << "pid " << pid << " is not running";
+  ASSERT_EQ(::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0), 0);
+  pollfd pfd{pidfd, POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 10'000), 1) << "pid " << pid << " survived SIGKILL for 10 s";
+  ::close(pidfd);
+}
+
+class LiveSwitchFaults : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (const std::string why = requirement_missing(GetParam()); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    run_root_ = std::filesystem::temp_directory_path() /
+                ("ethx-test-faults-" + std::to_string(::getpid()) + "-" + GetParam());
+    ::setenv("ETHX_RUN_DIR", run_root_.c_str(), 1);
+    name_ = "f" + std::to_string(::getpid() % 100000);
+  }
+  void TearDown() override {
+    if (run_root_.empty()) return;
+    client_.reset();
+    control_.reset();
+    region_.reset();
+    run_command(ethx_binary() + " down --quiet --name " + name_ + " 2>&1");
+    std::filesystem::remove_all(run_root_);
+    ::unsetenv("ETHX_RUN_DIR");
+  }
+
+  CommandResult ethx(const std::string& arguments) {
+    return run_command(ethx_binary() + " " + arguments + " 2>&1");
+  }
+  CommandResult fault(const std::string& arguments) {
+    return ethx("fault --name " + name_ + " --port " + std::to_string(kFaultyPort) + " " +
+                arguments);
+  }
+  json state() {
+    std::ifstream in(run_root_ / name_ / "state.json");
+    return json::parse(in);
+  }
+  json status() {
+    const CommandResult result = ethx("status --json --name " + name_);
+    EXPECT_EQ(result.exit_status, 0) << result.output;
+    return json::parse(result.output);
+  }
+  json status_of_degraded() {
+    const CommandResult result = ethx("status --json --name " + name_);
+    EXPECT_EQ(result.exit_status, 1) << result.output;
+    return json::parse(result.output);
+  }
+  // Polls `ethx status --json` (the switch publishes its counters at most every 250 ms) until
+  // `done` holds for the faulty port's entry, or 10 s pass; returns that entry.
+  json faulty_port_when(const std::function<bool(const json&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    json port;
+    do {
+      const json report = status();
+      if (report.contains("switch")) {
+        port = report["switch"]["ports"][kFaultyPort];
+        if (done(port)) return port;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (std::chrono::steady_clock::now() < deadline);
+    ADD_FAILURE() << "the switch never reported the expected state; last: " << port.dump();
+    return port;
+  }
+  // Echo round trips from the faulty port's GPU to GPU 0, through the mailboxes.
+  json echo_from_faulty_port(std::uint32_t count) {
+    if (!client_) {
+      const std::string fabric = state()["fabric"].get<std::string>();
+      control_ =
+          std::make_unique<ControlRegion>(ControlRegion::attach(control_region_name(fabric)));
+      if (!is_socket_transport(GetParam())) {
+        region_ = std::make_unique<shm::ShmFabricRegion>(
+            shm::ShmFabricRegion::attach(switch_region_name(fabric)));
+      }
+      client_ = std::make_unique<FabricClient>(*control_, region_.get(), [] {});
+    }
+    return client_->run(kFaultyPort, {{"op", "echo"}, {"peer", 0}, {"count", count}});
+  }
+  std::string leftovers(const std::string& tag) {
+    std::string found;
+    if (!tag.empty()) {
+      const std::string prefix = netns::run_prefix(tag);
+      for (const std::string& ns : netns::list_namespaces()) {
+        if (ns.rfind(prefix, 0) == 0) found += "namespace " + ns + "\n";
+      }
+      for (const std::string& link : netns::list_interfaces()) {
+        if (link.rfind(prefix, 0) == 0) found += "link " + link + "\n";
+      }
+    }
+    for (const std::string& file : test::shm_files_with_prefix("ethx-up-" + name_ + "-")) {
+      found += "/dev/shm/" + file + "\n";
+    }
+    if (std::filesystem::exists(run_root_ / name_)) found += "run directory\n";
+    return found;
+  }
+
+  std::filesystem::path run_root_;
+  std::string name_;
+  std::unique_ptr<ControlRegion> control_;
+  std::unique_ptr<shm::ShmFabricRegion> region_;
+  std::unique_ptr<FabricClient> client_;
+};
+
+TEST_P(LiveSwitchFaults, FaultsChangeAtRunTimeAndARestartedSwitchServesTheSameNodes) {
+  const CommandResult up =
+      ethx("up --name " + name_ + " --gpus 4 --quiet --transport " + GetParam());
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  const std::string tag = state()["netns_tag"].get<std::string>();
+  const json before = faulty_port_when([](const json&) { return true; });
+  EXPECT_EQ(before["faults"]["drop_rate"], 0.0);
+  ASSERT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  // Bad input is refused by name, before the switch is asked.
+  CommandResult bad = fault("--drop 1.5");
+  EXPECT_EQ(bad.exit_status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--drop: must be between 0 and 1"), std::string::npos) << bad.output;
+  bad = ethx("fault --name " + name_ + " --port 4 --drop 0.5");
+  EXPECT_EQ(bad.exit_status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--port: 4 is not a port"), std::string::npos) << bad.output;
+  bad = fault("--link sideways");
+  EXPECT_EQ(bad.exit_status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--link"), std::string::npos) << bad.output;
+  bad = fault("--delay-spike-rate 0.5");  // no length: the switch refuses, naming the field
+  EXPECT_EQ(bad.exit_status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("delay_spike_us"), std::string::npos) << bad.output;
+
+  // Everything received on the port is lost, and counted.
+  const CommandResult drop = fault("--drop 1");
+  ASSERT_EQ(drop.exit_status, 0) << drop.output;
+  EXPECT_NE(drop.output.find("drop 1"), std::string::npos) << drop.output;
+  EXPECT_EQ(echo_from_faulty_port(2)["errors"], 2);
+  const json dropping =
+      faulty_port_when([](const json& port) { return port["faults_dropped"] >= 2; });
+  EXPECT_EQ(dropping["faults"]["drop_rate"], 1.0);
+  const CommandResult text_status = ethx("status --name " + name_);
+  EXPECT_NE(text_status.output.find("injected faults"), std::string::npos) << text_status.output;
+
+  ASSERT_EQ(fault("--clear").exit_status, 0);
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  // Delay spikes: every echo request waits 2 ms on the stalled link, and still arrives.
+  ASSERT_EQ(fault("--delay-spike-rate 1 --delay-spike-us 2000").exit_status, 0);
+  const json delayed = echo_from_faulty_port(5);
+  EXPECT_EQ(delayed["errors"], 0);
+  EXPECT_GE(delayed["p50_ns"].get<std::uint64_t>(), 2'000'000u);
+  faulty_port_when([](const json& port) { return port["faults_delayed"] >= 5; });
+  ASSERT_EQ(fault("--clear").exit_status, 0);
+
+  // Link down and up again.
+  ASSERT_EQ(fault("--link down").exit_status, 0);
+  EXPECT_EQ(echo_from_faulty_port(2)["errors"], 2);
+  faulty_port_when([](const json& port) {
+    return port["faults"]["link"] == "down" && port["drops_link_down"] >= 2;
+  });
+  ASSERT_EQ(fault("--link up").exit_status, 0);
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  // A switch restart: a new process, the same nodes, faults back to the config's (none).
+  ASSERT_EQ(fault("--drop 1").exit_status, 0);
+  pid_t switch_pid = 0;
+  std::vector<pid_t> node_pids;
+  const json recorded = state();
+  for (const json& process : recorded["processes"]) {
+    if (process["role"] == "switch") {
+      switch_pid = process["pid"].get<pid_t>();
+    } else {
+      node_pids.push_back(process["pid"].get<pid_t>());
+    }
+  }
+  const CommandResult restart = ethx("restart-switch --name " + name_);
+  ASSERT_EQ(restart.exit_status, 0) << restart.output;
+  const json after = status();
+  EXPECT_TRUE(after["healthy"].get<bool>()) << after.dump();
+  std::vector<pid_t> nodes_after;
+  pid_t new_switch = 0;
+  for (const json& process : after["processes"]) {
+    if (process["role"] == "switch") {
+      new_switch = process["pid"].get<pid_t>();
+    } else {
+      nodes_after.push_back(process["pid"].get<pid_t>());
+    }
+  }
+  EXPECT_NE(new_switch, switch_pid);
+  EXPECT_EQ(nodes_after, node_pids) << "the nodes must not be restarted";
+  // The new switch's own snapshot (its PID), not the old one's last.
+  const json report_after = [&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    json report = status();
+    while (report["switch"].value("pid", 0) != new_switch &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      report = status();
+    }
+    return report;
+  }();
+  ASSERT_EQ(report_after["switch"].value("pid", 0), new_switch);
+  EXPECT_EQ(report_after["switch"]["ports"][kFaultyPort]["faults"]["drop_rate"], 0.0);
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  // A switch that crashed (SIGKILL: no clean exit from the rings, its XDP programs left on
+  // the veths) is replaced the same way.
+  kill_and_wait(new_switch);
+  EXPECT_FALSE(status_of_degraded()["healthy"].get<bool>());
+  const CommandResult revive = ethx("restart-switch --name " + name_);
+  ASSERT_EQ(revive.exit_status, 0) << revive.output;
+  EXPECT_NE(revive.output.find("was already gone"), std::string::npos) << revive.output;
+  EXPECT_TRUE(status()["healthy"].get<bool>());
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+
+  const CommandResult bench = run_command(
+      ethx_binary() + " bench --quick --json --quiet --fabric " + name_ + " 2>/dev/null");
+  ASSERT_EQ(bench.exit_status, 0) << bench.output;
+  const json report = json::parse(bench.output);
+  EXPECT_EQ(report["mismatches"], 0);
+  EXPECT_EQ(report["errors"], 0);
+  EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 1000u);
+
+  client_.reset();
+  control_.reset();
+  region_.reset();
+  const CommandResult down = ethx("down --name " + name_);
+  ASSERT_EQ(down.exit_status, 0) << down.output;
+  EXPECT_EQ(leftovers(tag), "");
+}
+
+TEST_P(LiveSwitchFaults, ABenchmarkFollowsASwitchRestartedUnderItsTraffic) {
+  const CommandResult up =
+      ethx("up --name " + name_ + " --gpus 4 --quiet --transport " + GetParam());
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  const std::string tag = state()["netns_tag"].get<std::string>();
+  ControlRegion control =
+      ControlRegion::attach(control_region_name(state()["fabric"].get<std::string>()));
+  auto commands_posted = [&control] {
+    std::uint64_t total = 0;
+    for (std::uint32_t gpu = 0; gpu < control.node_count(); ++gpu) {
+      total += control.node(gpu).command_seq.load();
+    }
+    return total;
+  };
+  const std::uint64_t commands_before = commands_posted();
+  const std::filesystem::path bench_errors = run_root_ / "bench.stderr";
+  CommandResult bench;
+  std::thread benchmark([&] {
+    bench = run_command(ethx_binary() + " bench --quick --json --quiet --fabric " + name_ + " 2>" +
+                        bench_errors.string());
+  });
+  // Restart once the benchmark has posted its first commands (it posts them for seconds).
+  auto busy = [&] { return commands_posted() > commands_before; };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!busy() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const CommandResult restart = ethx("restart-switch --name " + name_);
+  benchmark.join();
+  ASSERT_EQ(restart.exit_status, 0) << restart.output;
+  std::ifstream errors_in(bench_errors);
+  const std::string errors((std::istreambuf_iterator<char>(errors_in)),
+                           std::istreambuf_iterator<char>());
+  // Frames lost in the restart may fail operations (exit 1) until the reliability layer
+  // retransmits them; the benchmark itself must carry on to its report.
+  EXPECT_TRUE(bench.exit_status == 0 || bench.exit_status == 1) << bench.output << errors;
+  EXPECT_EQ(errors.find("is gone"), std::string::npos) << errors;
+  const json report = json::parse(bench.output, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << bench.output << errors;
+  EXPECT_TRUE(report.value("switch_restarted", false)) << "the restart came after the benchmark";
+  EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 0u);
+  EXPECT_TRUE(status()["healthy"].get<bool>());
+
+  ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
+  EXPECT_EQ(leftovers(tag), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, LiveSwitchFaults,
+                         ::testing::Values("shm", "afxdp", "afpacket"),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace ethx
