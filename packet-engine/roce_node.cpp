@@ -27,6 +27,7 @@ CqId RoceNode::create_cq(std::size_t capacity) {
 
 std::optional<QpNum> RoceNode::create_qp(const QpConfig& config) {
   if (config.send_cq >= cqs_.size() || config.recv_cq >= cqs_.size()) return std::nullopt;
+  if (!valid_path_mtu(config.path_mtu_bytes)) return std::nullopt;
   const QpNum qpn = next_qpn_;
   next_qpn_ = psn_add(next_qpn_, 1);
   if (next_qpn_ < 0x11) next_qpn_ = 0x11;

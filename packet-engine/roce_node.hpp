@@ -42,7 +42,8 @@ class RoceNode {
                                std::optional<std::uint64_t> iova = std::nullopt);
   bool deregister_memory(std::uint32_t lkey);
   CqId create_cq(std::size_t capacity);
-  // nullopt if a CQ named in `config` does not exist.
+  // nullopt if a CQ named in `config` does not exist or the path MTU is not one of 256, 512,
+  // 1024, 2048 and 4096 bytes.
   std::optional<QpNum> create_qp(const QpConfig& config);
   bool connect_qp(QpNum qpn, const QpRemote& remote);
   bool destroy_qp(QpNum qpn);

@@ -138,7 +138,8 @@ QueuePair::QueuePair(QpNum qpn, const QpConfig& config, NodeContext& node, Compl
       send_cq_(send_cq),
       recv_cq_(recv_cq),
       atomic_replay_(std::max<std::uint32_t>(config.atomic_replay_entries, 1)) {
-  if (!valid_path_mtu(config_.path_mtu_bytes)) config_.path_mtu_bytes = 1024;
+  if (!valid_path_mtu(config_.path_mtu_bytes))
+    config_.path_mtu_bytes = 1024;  // RoceNode refuses these
   config_.max_inflight_packets = std::max<std::uint32_t>(config_.max_inflight_packets, 1);
   config_.max_rd_atomic = std::max<std::uint32_t>(config_.max_rd_atomic, 1);
   // An AckReq at least once per window, or a full window would wait for the ACK timeout.

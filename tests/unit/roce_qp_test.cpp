@@ -262,6 +262,46 @@ TEST(RoceQp, WriteThenReadBackAcrossManyPackets) {
   EXPECT_TRUE(wire.completions(false).empty());  // one-sided: nothing on the target's CQ
 }
 
+TEST(RoceQp, SegmentationFollowsThePathMtu) {
+  for (std::uint32_t mtu : {256u, 512u, 1024u, 2048u, 4096u}) {
+    SCOPED_TRACE(mtu);
+    Wire wire;
+    QpConfig config = fast_config();
+    config.path_mtu_bytes = mtu;
+    const auto [qa, qb] = wire.connect(config);
+    Buffers buf = make_buffers(wire, 64 * 1024);
+    const Bytes data = pattern(10'000, mtu);
+    std::copy(data.begin(), data.end(), buf.local.begin());
+    std::size_t largest_payload = 0;
+    std::size_t requests = 0;
+    std::size_t responses = 0;
+    wire.tap = [&](const Bytes& frame, bool from_a) {
+      PacketView v;
+      ASSERT_EQ(decode_packet(frame, v), DecodeError::kOk);
+      largest_payload = std::max(largest_payload, v.payload.size());
+      if (from_a) ++requests;
+      if (is_read_response(v.opcode)) ++responses;
+    };
+    wire.a().post_send(qa, write_wr(1, buf.local_mr, 0, data.size(), buf.remote_mr, 0));
+    wire.a().post_send(qa, read_wr(2, buf.local_mr, 20'000, data.size(), buf.remote_mr, 0));
+    wire.doorbell(qa);
+    wire.run();
+    const std::size_t packets = (data.size() + mtu - 1) / mtu;
+    EXPECT_EQ(largest_payload, mtu);
+    EXPECT_EQ(requests, packets + 1);  // the WRITE's packets and one READ request
+    EXPECT_EQ(responses, packets);
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), buf.remote.begin()));
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), buf.local.begin() + 20'000));
+    EXPECT_EQ(wire.completions(true).size(), 2u);
+  }
+  Wire wire;
+  QpConfig config;
+  for (std::uint32_t bad : {0u, 128u, 1000u, 8192u}) {
+    config.path_mtu_bytes = bad;
+    EXPECT_FALSE(wire.a().create_qp(config).has_value()) << bad;
+  }
+}
+
 TEST(RoceQp, SendRecvWithScatterListsAndImmediate) {
   Wire wire;
   const auto [qa, qb] = wire.connect(fast_config());
