@@ -719,6 +719,44 @@ TEST(RoceQp, PsnWrapsAroundTwentyFourBits) {
   EXPECT_EQ(wcs[1].status, WcStatus::kSuccess);
 }
 
+TEST(RoceQp, ThePsnWindowBoundsUnacknowledgedPackets) {
+  Wire wire;
+  QpConfig config = fast_config();
+  config.max_inflight_packets = 8;
+  config.ack_every_packets = 4;
+  const auto [qa, qb] = wire.connect(config);
+  Buffers buf = make_buffers(wire, 64 * 1024);
+  const Bytes data = pattern(64 * 1024, 12);
+  std::copy(data.begin(), data.end(), buf.local.begin());
+  std::uint32_t acked = psn_add(100, -1);  // the QP's initial PSN is 100
+  std::int32_t widest = 0;
+  std::mt19937 rng(3);
+  wire.tap = [&](const Bytes& frame, bool from_a) {
+    PacketView v;
+    ASSERT_EQ(decode_packet(frame, v), DecodeError::kOk);
+    if (from_a) {
+      widest = std::max(widest, psn_diff(v.psn, acked));
+    } else if (v.aeth) {
+      // An ACK acknowledges its PSN; a sequence NAK everything before its PSN.
+      const std::uint32_t through =
+          syndrome_kind(v.aeth->syndrome.value()) == AethKind::kAck ? v.psn : psn_add(v.psn, -1);
+      if (psn_diff(through, acked) > 0) acked = through;
+    }
+  };
+  wire.fault = [&](const Bytes&, bool) { return rng() % 100 < 5 ? Fate::kDrop : Fate::kDeliver; };
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    wire.a().post_send(qa, write_wr(i, buf.local_mr, i * 16384, 16384, buf.remote_mr, i * 16384));
+  }
+  wire.doorbell(qa);
+  wire.run();
+  EXPECT_EQ(buf.remote, buf.local);
+  // The tap sees each ACK when B sends it, no later than A: A's own view lags (or never gets a
+  // lost ACK), so A's distance is at least the one measured here. The window is reached and
+  // never exceeded.
+  EXPECT_EQ(widest, 8);
+  EXPECT_EQ(wire.completions(true).size(), 4u);
+}
+
 // Loss, duplication and reordering in both directions on a mixed workload; go-back-N and the
 // duplicate rules must deliver every byte exactly once and every atomic exactly once.
 TEST(RoceQp, LossDuplicationAndReorderingAreRecovered) {
