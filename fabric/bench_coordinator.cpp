@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "fabric/attached_fabric.hpp"
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/forwarding_probe.hpp"
@@ -366,55 +367,22 @@ json read_json_file(const std::string& path) {
   return value.is_discarded() ? json() : value;
 }
 
-// A recorded switch that is gone may have been replaced by `ethx restart-switch` (which does
-// not wait for attached benchmarks): true while the replacement is under way, and once the
-// record names a new switch that runs (`process` then becomes it).
-bool follow_restarted_switch(const RunDirectory& directory, RecordedProcess& process) {
-  if (directory.switch_lock_busy()) return true;
-  const std::optional<RunState> now = directory.load();
-  if (!now) return false;
-  for (const RecordedProcess& recorded : now->processes) {
-    if (recorded.role == "switch" && recorded.pid != process.pid && recorded.running()) {
-      process = recorded;
-      return true;
-    }
-  }
-  return false;
-}
-
 // `ethx bench --fabric NAME`: the same suite on a fabric `ethx up` left running. No raw
 // ping-pong, forwarding rate or bare-forwarder baseline: those need the veths to themselves.
 int run_bench_attached(const BenchOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  RunDirectory directory(options.fabric);
-  directory.lock();  // one attached benchmark at a time; `ethx down` waits for it
-  std::optional<RunState> state = directory.load();
-  if (!state || state->phase != "up") {
-    std::cerr << "ethx bench: no fabric '" << options.fabric << "' is up (start one with `ethx up"
-              << (options.fabric == "default" ? "" : " --name " + options.fabric) << "`)\n";
+  std::optional<AttachedFabric> fabric;
+  try {
+    fabric.emplace(options.fabric);
+  } catch (const FabricNotUp& error) {
+    std::cerr << "ethx bench: " << error.what() << "\n";
     return 2;
   }
-  auto check_alive = [&state, &directory] {
-    if (g_stop_requested.load()) throw Interrupted();
-    for (RecordedProcess& process : state->processes) {
-      if (!process.running() &&
-          !(process.role == "switch" && follow_restarted_switch(directory, process))) {
-        throw std::runtime_error("fabric '" + state->name + "': " + process.role + " (pid " +
-                                 std::to_string(process.pid) +
-                                 ") is gone; `ethx down` and `ethx up` restart it");
-      }
-    }
-  };
-  check_alive();
-  const TopologyConfig topology = load_topology(state->config_path, state->gpus);
+  const RunState* state = &fabric->state();
+  const TopologyConfig topology = fabric->topology();
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
-  ControlRegion control = ControlRegion::attach(control_region_name(state->fabric));
-  std::optional<shm::ShmFabricRegion> region;
-  if (!is_socket_transport(state->transport)) {
-    region.emplace(shm::ShmFabricRegion::attach(switch_region_name(state->fabric)));
-  }
-  FabricClient client(control, region ? &*region : nullptr, check_alive);
+  FabricClient& client = fabric->client();
   progress(options, "attached to fabric '" + state->name + "' (" + std::to_string(state->gpus) +
                         " GPUs over " + state->transport + ")");
   const json before = read_json_file(state->stats_file);

@@ -114,6 +114,8 @@ int soak(int argc, char** argv) {
       "reliability", po::value(&options.reliability)->default_value(options.reliability),
       "off | go-back-n (off shows what the faults do unprotected)")(
       "seed", po::value(&options.seed)->default_value(1), "workload and fault seed")(
+      "fabric", po::value(&options.fabric),
+      "one run on the fabric `ethx up --name NAME` started, as it is configured")(
       "no-baselines", po::bool_switch(&options.skip_baselines),
       "only the faulted run (no fault-free runs to compare with)")(
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "address-map/config_error.hpp"
+#include "fabric/attached_fabric.hpp"
 #include "fabric/config_overlay.hpp"
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/process_signals.hpp"
@@ -45,6 +46,20 @@ std::uint64_t sum_of_links(const std::vector<json>& results, const char* key) {
   return total;
 }
 
+// Runs the soak mix on every GPU of a started fabric and sums what the nodes report.
+std::vector<json> soak_all(FabricClient& client, std::size_t gpu_count, std::uint64_t ops,
+                           std::uint64_t seed) {
+  const std::uint64_t per_gpu = (ops + gpu_count - 1) / gpu_count;
+  std::vector<std::pair<GpuId, json>> commands;
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
+    commands.emplace_back(static_cast<GpuId>(gpu),
+                          json{{"op", "soak"}, {"ops", per_gpu}, {"seed", seed}});
+  }
+  return client.run_parallel(commands);
+}
+
+json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats);
+
 json run_one(const SoakOptions& options, const std::string& transport, const RunSpec& spec,
              const std::string& config_path) {
   TopologyConfig topology = load_topology(config_path, options.gpus);
@@ -64,15 +79,21 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
     latency = fabric.client().run(
         0, json{{"op", "echo_and_load_latency"}, {"peer", 1}, {"count", 2000}, {"bytes", 8}});
   }
-  const std::uint64_t per_gpu = (spec.ops + topology.gpu_count - 1) / topology.gpu_count;
-  std::vector<std::pair<GpuId, json>> commands;
-  for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-    commands.emplace_back(static_cast<GpuId>(gpu),
-                          json{{"op", "soak"}, {"ops", per_gpu}, {"seed", options.seed}});
+  const std::vector<json> results =
+      soak_all(fabric.client(), topology.gpu_count, spec.ops, options.seed);
+  json run = summarize(spec, results, fabric.stop());
+  if (!latency.is_null()) {
+    run["load_p50_ns"] = latency["load"]["p50_ns"];
+    run["echo_p50_ns"] = latency["echo"]["p50_ns"];
   }
-  const std::vector<json> results = fabric.client().run_parallel(commands);
-  const json switch_stats = fabric.stop();
+  progress(options, spec.label + ": " + std::to_string(run["verified_ops"].get<std::uint64_t>()) +
+                        " verified, " + std::to_string(run["mismatches"].get<std::uint64_t>()) +
+                        " mismatches, " + std::to_string(run["hung_ops"].get<std::uint64_t>()) +
+                        " hung, " + std::to_string(run["mops"].get<double>()) + " Mops/s");
+  return run;
+}
 
+json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats) {
   std::uint64_t first_start = 0, last_end = 0;
   for (const json& result : results) {
     const auto start = result["start_ns"].get<std::uint64_t>();
@@ -86,7 +107,9 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
   std::uint64_t frames_tx = 0, faults_dropped = 0, faults_corrupted = 0, wire_bytes = 0,
                 switch_malformed = 0;
   for (const json& result : results) frames_tx += result["stats"]["frames_tx"].get<std::uint64_t>();
-  for (const json& port : switch_stats["ports"]) {
+  const json ports =
+      switch_stats.is_object() ? switch_stats.value("ports", json::array()) : json::array();
+  for (const json& port : ports) {
     faults_dropped += port.value("faults_dropped", std::uint64_t{0});
     faults_corrupted += port.value("faults_corrupted", std::uint64_t{0});
     switch_malformed += port.value("drops_malformed", std::uint64_t{0});
@@ -117,33 +140,24 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
            {"duplicates_dropped", sum_of_links(results, "duplicates_dropped")},
            {"gaps_dropped", sum_of_links(results, "gaps_dropped")},
            {"frames_held_for_credit", sum_of_links(results, "frames_held")}};
-  if (!latency.is_null()) {
-    run["load_p50_ns"] = latency["load"]["p50_ns"];
-    run["echo_p50_ns"] = latency["echo"]["p50_ns"];
-  }
   std::uint64_t malformed = 0;
   for (const json& result : results) malformed += result["stats"]["malformed"].get<std::uint64_t>();
   run["malformed_at_nodes"] = malformed;
-  progress(options, spec.label + ": " + std::to_string(run["verified_ops"].get<std::uint64_t>()) +
-                        " verified, " + std::to_string(run["mismatches"].get<std::uint64_t>()) +
-                        " mismatches, " + std::to_string(run["hung_ops"].get<std::uint64_t>()) +
-                        " hung, " + std::to_string(run["mops"].get<double>()) + " Mops/s");
   return run;
 }
 
 void print_table(const json& report) {
-  std::printf("%-26s %12s %12s %12s\n", "", "bare", "sequenced", "faulted");
-  const json* runs[3] = {nullptr, nullptr, nullptr};
+  std::vector<const json*> runs;
+  std::printf("%-26s", "");
   for (const json& run : report["runs"]) {
-    const std::string label = run["label"];
-    if (label == "bare") runs[0] = &run;
-    if (label == "sequenced") runs[1] = &run;
-    if (label == "faulted") runs[2] = &run;
+    runs.push_back(&run);
+    std::printf(" %12s", run["label"].get<std::string>().c_str());
   }
+  std::printf("\n");
   auto row = [&](const char* name, const char* key, bool is_double) {
     std::printf("%-26s", name);
     for (const json* run : runs) {
-      if (run == nullptr) {
+      if (!run->contains(key)) {
         std::printf(" %12s", "-");
       } else if (is_double) {
         std::printf(" %12.3f", (*run)[key].get<double>());
@@ -159,15 +173,7 @@ void print_table(const json& report) {
   row("hung (timed out)", "hung_ops", false);
   row("errors", "errors", false);
   row("throughput, Mops/s", "mops", true);
-  std::printf("%-26s", "8 B load p50, ns");
-  for (const json* run : runs) {
-    if (run == nullptr || !run->contains("load_p50_ns")) {
-      std::printf(" %12s", "-");
-    } else {
-      std::printf(" %12.0f", (*run)["load_p50_ns"].get<double>());
-    }
-  }
-  std::printf("\n");
+  row("8 B load p50, ns", "load_p50_ns", true);
   row("frame bytes per op", "frame_bytes_per_op", true);
   row("injected drops", "switch_faults_dropped", false);
   row("injected corruptions", "switch_faults_corrupted", false);
@@ -181,6 +187,44 @@ void print_table(const json& report) {
     std::printf("sequenced / bare throughput:    %.3f\n",
                 report["sequenced_to_bare_throughput"].get<double>());
   }
+}
+
+// `ethx soak --fabric NAME`: the mix on a fabric `ethx up` left running, with its own config
+// and whatever faults `ethx fault` has set; the switch's counters are in `ethx status`.
+json run_attached(const SoakOptions& options) {
+  AttachedFabric fabric(options.fabric);
+  const TopologyConfig topology = fabric.topology();
+  const RunSpec spec{"attached", topology.reliability.enabled ? "go-back-n" : "off", false,
+                     options.ops};
+  progress(options, "attached to fabric '" + options.fabric + "' (" +
+                        std::to_string(topology.gpu_count) + " GPUs over " +
+                        fabric.state().transport + ", reliability " + spec.reliability + "), " +
+                        std::to_string(options.ops) + " operations");
+  json report{{"gpus", topology.gpu_count},
+              {"transport", fabric.state().transport},
+              {"fabric", options.fabric},
+              {"reliability", spec.reliability},
+              {"runs", json::array()}};
+  report["runs"].push_back(summarize(
+      spec, soak_all(fabric.client(), topology.gpu_count, options.ops, options.seed), json()));
+  return report;
+}
+
+// Judges the last run (the faulted one, or the attached one), prints, returns the exit status.
+int finish(json& report, const SoakOptions& options) {
+  const json& judged = report["runs"].back();
+  const bool clean = judged["mismatches"].get<std::uint64_t>() == 0 &&
+                     judged["hung_ops"].get<std::uint64_t>() == 0 &&
+                     judged["errors"].get<std::uint64_t>() == 0;
+  report["passed"] = clean;
+  if (options.json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    print_table(report);
+    std::printf("%s\n", clean ? "PASSED: nothing lost, corrupted or hung"
+                              : "FAILED: operations were lost, corrupted or hung");
+  }
+  return clean ? 0 : 1;
 }
 
 }  // namespace
@@ -209,6 +253,19 @@ int run_soak(const SoakOptions& options) {
   }
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
+  if (!options.fabric.empty()) {
+    json report;
+    try {
+      report = run_attached(options);
+    } catch (const FabricNotUp& error) {
+      std::cerr << "ethx soak: " << error.what() << "\n";
+      return 2;
+    } catch (const std::exception& error) {
+      std::cerr << "ethx soak: " << error.what() << "\n";
+      return 1;
+    }
+    return finish(report, options);
+  }
   const TopologyConfig base = load_topology(options.config_path, options.gpus);
 
   // The run's topology files live only as long as the command.
@@ -265,26 +322,14 @@ int run_soak(const SoakOptions& options) {
     std::cerr << "ethx soak: " << error.what() << "\n";
     return 1;
   }
-  const json& faulted = report["runs"].back();
   if (report["runs"].size() == 3) {
     const double bare = report["runs"][0]["mops"].get<double>();
     const double sequenced = report["runs"][1]["mops"].get<double>();
     report["sequenced_to_bare_throughput"] = bare > 0 ? sequenced / bare : 0.0;
     report["faulted_to_sequenced_throughput"] =
-        sequenced > 0 ? faulted["mops"].get<double>() / sequenced : 0.0;
+        sequenced > 0 ? report["runs"][2]["mops"].get<double>() / sequenced : 0.0;
   }
-  const bool clean = faulted["mismatches"].get<std::uint64_t>() == 0 &&
-                     faulted["hung_ops"].get<std::uint64_t>() == 0 &&
-                     faulted["errors"].get<std::uint64_t>() == 0;
-  report["passed"] = clean;
-  if (options.json) {
-    std::cout << report.dump(2) << "\n";
-  } else {
-    print_table(report);
-    std::printf("%s\n", clean ? "PASSED: nothing lost, corrupted or hung"
-                              : "FAILED: operations were lost, corrupted or hung");
-  }
-  return clean ? 0 : 1;
+  return finish(report, options);
 }
 
 }  // namespace ethx

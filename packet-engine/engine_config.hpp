@@ -17,8 +17,11 @@ struct ReliabilityConfig {
   // Credits this GPU grants each sender: frames it may have unacknowledged towards us. The
   // credits field is one byte.
   std::uint32_t window_frames = 64;
-  TimeNs retransmit_timeout_ns = 500'000;         // first timer after a silent loss
-  TimeNs retransmit_timeout_max_ns = 16'000'000;  // exponential back-off stops here
+  // Floor (and first value) of the retransmission timer, which otherwise follows the measured
+  // round trip. 2 ms: on a host with more busy processes than cores a process waits up to a
+  // few scheduler ticks, and a timer below that resends frames that were only late.
+  TimeNs retransmit_timeout_ns = 2'000'000;
+  TimeNs retransmit_timeout_max_ns = 32'000'000;  // exponential back-off stops here
   TimeNs ack_delay_ns = 20'000;                   // an ACK waits this long for a frame to ride on
 };
 

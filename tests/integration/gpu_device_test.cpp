@@ -32,7 +32,7 @@ class GpuDeviceTest : public ::testing::Test {
     fabric_ = "devtest" + std::to_string(::getpid());
     config_path_ = std::filesystem::temp_directory_path() / (fabric_ + ".toml");
     std::ofstream(config_path_) << "[fabric]\ngpus = 4\nhbm_bytes = 4194304\n"
-                                   "aperture_bytes = 4194304\nrequest_timeout_ns = 100000000\n";
+                                   "aperture_bytes = 4194304\nrequest_timeout_ns = 400000000\n";
     topology_ = load_topology(config_path_.string());
     region_.emplace(shm::ShmFabricRegion::create(switch_region_name(fabric_), kGpus));
     switch_ = std::make_unique<ShmSwitchRuntime>(topology_, *region_);
