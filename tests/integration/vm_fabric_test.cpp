@@ -40,7 +40,8 @@ class VmFabric : public ::testing::Test {
     config_ = root_ / "fabric.toml";
     std::ofstream(config_) << "[fabric]\ngpus = 4\nhbm_bytes = " << kHbm
                            << "\naperture_bytes = " << kAperture
-                           << "\nrequest_timeout_ns = 200000000\n";
+                           << "\nrequest_timeout_ns = 200000000\n"
+                           << "[reliability]\nmode = \"go-back-n\"\n";
     const CommandResult up = run_command(
         ethx("up --name vmt --vms 2 --gpus-per-vm 2 --quiet --config " + config_.string()));
     if (up.exit_status != 0) setup_error_ = "ethx up failed: " + up.output;
@@ -149,6 +150,23 @@ namespace {
 
 // `ethx bench --vms` with no fabric up: boots temporary VMs, runs the in-guest suite with
 // data checks, reports the headless bench's keys plus mmio_trap_ns, and leaves nothing.
+// Last in the suite: it replaces the switch the other tests used. The VMs' devices keep their
+// ports (the shm rings or sockets outlive the switch) and their go-back-N state, so accesses
+// across VMs simply continue.
+TEST_F(VmFabric, AfterASwitchRestartTheVmsCarryOn) {
+  const CommandResult restart = run_command(ethx("restart-switch --name vmt"));
+  ASSERT_EQ(restart.exit_status, 0) << restart.output;
+  const std::string at = window(3, 0x7000);
+  ASSERT_EQ(guest(0, "store --gpu 0 --addr " + at + " --width 8 --value 4242").first, 0);
+  const auto [loaded, load] = guest(1, "load --gpu 2 --addr " + at + " --width 8");
+  ASSERT_EQ(loaded, 0) << load.dump();
+  EXPECT_EQ(load["value"], 4242);
+  const auto [added, add] =
+      guest(0, "atomic --gpu 1 --op fetch-add --addr " + at + " --width 8 --operand 1");
+  ASSERT_EQ(added, 0) << add.dump();
+  EXPECT_EQ(add["old"], 4242);
+}
+
 TEST(VmBench, QuickRunOnTemporaryVmsVerifiesDataAndLeavesNothing) {
   const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
   ASSERT_TRUE(found.missing.empty()) << found.missing;
