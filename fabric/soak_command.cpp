@@ -126,12 +126,6 @@ json summarize(const RunSpec& spec, const std::vector<json>& results, const json
            {"seconds", seconds},
            {"mops", seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0},
            {"frames_sent", frames_tx},
-           {"frame_bytes_received_by_switch", wire_bytes},
-           {"frame_bytes_per_op",
-            ops > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(ops) : 0.0},
-           {"switch_faults_dropped", faults_dropped},
-           {"switch_faults_corrupted", faults_corrupted},
-           {"switch_drops_malformed", switch_malformed},
            {"retransmitted_on_nak", sum_of_links(results, "retransmitted_on_nak")},
            {"retransmitted_on_timer", sum_of_links(results, "retransmitted_on_timer")},
            {"retransmit_timeouts", sum_of_links(results, "retransmit_timeouts")},
@@ -140,6 +134,16 @@ json summarize(const RunSpec& spec, const std::vector<json>& results, const json
            {"duplicates_dropped", sum_of_links(results, "duplicates_dropped")},
            {"gaps_dropped", sum_of_links(results, "gaps_dropped")},
            {"frames_held_for_credit", sum_of_links(results, "frames_held")}};
+  // Switch counters only when this run owned its switch (an attached fabric's are cumulative;
+  // `ethx status` shows them).
+  if (!ports.empty()) {
+    run["frame_bytes_received_by_switch"] = wire_bytes;
+    run["frame_bytes_per_op"] =
+        ops > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(ops) : 0.0;
+    run["switch_faults_dropped"] = faults_dropped;
+    run["switch_faults_corrupted"] = faults_corrupted;
+    run["switch_drops_malformed"] = switch_malformed;
+  }
   std::uint64_t malformed = 0;
   for (const json& result : results) malformed += result["stats"]["malformed"].get<std::uint64_t>();
   run["malformed_at_nodes"] = malformed;
