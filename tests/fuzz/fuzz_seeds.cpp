@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fabric/topology_config.hpp"
+#include "packet-engine/roce_wire.hpp"
 #include "packet-engine/wire.hpp"
 #include "tests/fuzz/endpoint_harness.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
@@ -159,6 +160,27 @@ void config_seeds(const fs::path& dir) {
             "[sim]\nissue_ns = 1\ncompleter_ns = 2\nnic_latency_ns = 3\n");
 }
 
+// One packet of every RC opcode from the engine's encoder, with the fix-up bit set.
+void roce_seeds(const fs::path& dir) {
+  const roce::PacketAddress address{default_mac_for_gpu(1), default_mac_for_gpu(0), 0x0a000001,
+                                    0x0a000002};
+  for (unsigned code = 0; code <= static_cast<unsigned>(roce::Opcode::kFetchAdd); ++code) {
+    const auto opcode = static_cast<roce::Opcode>(code);
+    roce::PacketFields fields;
+    fields.opcode = opcode;
+    fields.dest_qp = 0x11;
+    fields.psn = 0x123456;
+    fields.rkey = 0xabcd;
+    fields.dma_length = 64;
+    fields.virtual_address = 0x1000;
+    const Bytes payload(roce::layout_of(opcode).payload ? 61 : 0, std::byte{0x5a});
+    Bytes seed{std::byte{1}};
+    const roce::Frame frame = roce::encode_packet(address, fields, payload);
+    seed.insert(seed.end(), frame.begin(), frame.end());
+    write_seed(dir, std::string("opcode-") + roce::to_string(opcode), seed);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,5 +193,6 @@ int main(int argc, char** argv) {
   endpoint_seeds(root / "fuzz_endpoint_rx");
   switch_seeds(root / "fuzz_switch_ingress");
   config_seeds(root / "fuzz_topology_config");
+  roce_seeds(root / "fuzz_roce_decode");
   return 0;
 }
