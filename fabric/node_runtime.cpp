@@ -146,9 +146,12 @@ bool NodeRuntime::wait_for_backlog_below(std::size_t frames) {
   TimeNs progress_ns = monotonic_now_ns();
   while (backlog_frames() > frames) {
     check_stop();
-    // pump() wakes for the port (a backlog and room to send), for received frames (ACKs that
-    // return credit) and for the engine's timers.
-    pump(static_cast<std::int64_t>(topology_.request_timeout_ns), {});
+    // pump() transmits first, which may already be enough: then it must not wait at all.
+    // Otherwise it wakes for room in the port, for received frames (ACKs that return credit)
+    // and for the engine's timers.
+    pump(static_cast<std::int64_t>(topology_.request_timeout_ns), [this, frames] {
+      return backlog_frames() <= frames || (!backlog_.empty() && port_.can_send());
+    });
     const TimeNs now = monotonic_now_ns();
     if (backlog_frames() < smallest) {
       smallest = backlog_frames();
