@@ -56,6 +56,8 @@ int bench(int argc, char** argv) {
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
+      "engine", po::value(&options.engine)->default_value("load-store"),
+      "load-store | roce: the RoCEv2 engine on the same fabric (docs/roce.md)")(
       "fabric", po::value(&options.fabric),
       "run on the fabric `ethx up --name NAME` started (its GPUs and transport)")(
       "vms", po::value(&options.vms)->implicit_value(0),
@@ -71,6 +73,10 @@ int bench(int argc, char** argv) {
     return 2;
   }
   options.with_vms = vm.count("vms") != 0;
+  if (options.engine != "load-store" && options.engine != "roce") {
+    std::cerr << "ethx bench: --engine: must be \"load-store\" or \"roce\"\n";
+    return 2;
+  }
   // VMs default to the fastest transport this machine allows (AF_XDP, else shared memory).
   if (options.with_vms && vm["transport"].defaulted()) options.transport = "auto";
   if (!options.fabric.empty() && !options.with_vms &&
