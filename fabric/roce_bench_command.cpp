@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -19,13 +20,24 @@ namespace {
 
 using nlohmann::json;
 
+// The keys of a {"<bytes>": ...} object in numeric order (JSON objects sort them as text).
+std::vector<std::string> sizes_in_order(const json& by_size) {
+  std::vector<std::string> sizes;
+  for (const auto& [size, value] : by_size.items()) sizes.push_back(size);
+  std::sort(sizes.begin(), sizes.end(), [](const std::string& a, const std::string& b) {
+    return std::stoull(a) < std::stoull(b);
+  });
+  return sizes;
+}
+
 void print_table(const json& report) {
   std::printf("ethx bench --engine roce: %d GPUs over %s, path MTU %d B (emulator wall clock)\n\n",
               report["gpus"].get<int>(), report["transport"].get<std::string>().c_str(),
               report["path_mtu_bytes"].get<int>());
   std::printf("%-10s %12s %12s %12s %12s\n", "bytes", "WRITE p50", "WRITE p99", "READ p50",
               "READ p99");
-  for (const auto& [size, write] : report["write_latency_ns"].items()) {
+  for (const std::string& size : sizes_in_order(report["write_latency_ns"])) {
+    const json& write = report["write_latency_ns"][size];
     const json& read = report["read_latency_ns"][size];
     std::printf("%-10s %10.2fus %10.2fus %10.2fus %10.2fus\n", size.c_str(),
                 write["p50"].get<double>() / 1e3, write["p99"].get<double>() / 1e3,
@@ -33,7 +45,8 @@ void print_table(const json& report) {
   }
   std::printf("\n%-10s %12s %12s %14s %10s\n", "bytes", "WRITE Gb/s", "READ Gb/s", "hdr B/WRITE",
               "wire eff.");
-  for (const auto& [size, write] : report["write_bandwidth_gbps"].items()) {
+  for (const std::string& size : sizes_in_order(report["write_bandwidth_gbps"])) {
+    const json& write = report["write_bandwidth_gbps"][size];
     const json& wire = report["wire"][size]["write"];
     std::printf("%-10s %12.3f %12.3f %14llu %9.1f%%\n", size.c_str(), write.get<double>(),
                 report["read_bandwidth_gbps"][size].get<double>(),

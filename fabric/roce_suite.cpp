@@ -49,6 +49,11 @@ std::uint64_t bandwidth_total_bytes(const RoceSuitePlan& plan, std::uint32_t siz
          size * size;
 }
 
+std::uint32_t bandwidth_outstanding(const RoceSuitePlan& plan, std::uint32_t size) {
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(kMaxInflightBytes / size, 1, plan.outstanding));
+}
+
 json connect_roce_pair(FabricClient& client, GpuId a, GpuId b, std::size_t count) {
   // Step 1: each side creates its QPs and reports QPN, PSN, rkey, MAC and IPv4 ...
   const json side_a = client.run(a, {{"op", "roce_create"}, {"peer", b}, {"count", count}});
@@ -104,7 +109,8 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
   }
 
   progress("RoCE: WRITE and READ bandwidth, " + key(plan.bandwidth_sizes.front()) + " B .. " +
-           key(plan.bandwidth_sizes.back()) + " B, " + key(plan.outstanding) + " outstanding");
+           key(plan.bandwidth_sizes.back()) + " B, up to " + key(plan.outstanding) +
+           " outstanding");
   for (const char* op : {"write", "read"}) {
     json by_size = json::object();
     for (std::uint32_t size : plan.bandwidth_sizes) {
@@ -113,7 +119,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                                               {"rdma_op", op},
                                               {"bytes", size},
                                               {"total_bytes", bandwidth_total_bytes(plan, size)},
-                                              {"outstanding", plan.outstanding},
+                                              {"outstanding", bandwidth_outstanding(plan, size)},
                                               {"salt", 2000 + size}});
       totals.add(std::string("RoCE ") + op + " bandwidth " + key(size) + " B", run);
       by_size[key(size)] = run["gbps"];

@@ -37,6 +37,12 @@ RoceSuitePlan roce_suite_plan(bool quick);
 // Total bytes of one bandwidth run of `size` bytes per WR under `plan`.
 std::uint64_t bandwidth_total_bytes(const RoceSuitePlan& plan, std::uint32_t size);
 
+// Transfers in flight in a bandwidth run of `size`: plan.outstanding, but at most
+// kMaxInflightBytes of payload. Both systems get the same depth: neither has flow control for
+// responses here, and deeper bursts of 64 KiB reads overflow the switch's egress queues.
+inline constexpr std::uint64_t kMaxInflightBytes = 128 * 1024;
+std::uint32_t bandwidth_outstanding(const RoceSuitePlan& plan, std::uint32_t size);
+
 // Connects `count` QP pairs between GPUs a and b (each side creates, then connects to the
 // other's parameters). Returns the parameters both sides reported.
 nlohmann::json connect_roce_pair(FabricClient& client, GpuId a, GpuId b, std::size_t count);
