@@ -67,6 +67,12 @@ void print_table(const json& report) {
   }
   std::printf("\nall-to-all WRITEs: %.3f Gbit/s aggregate over %d GPUs\n",
               report["all_to_all_gbps"].get<double>(), report["gpus"].get<int>());
+  const json& rkey = report["bad_rkey"];
+  std::printf("wrong rkey: READ %s, WRITE %s, target NAKs %llu, target memory %s\n",
+              rkey["read_status"].get<std::string>().c_str(),
+              rkey["write_status"].get<std::string>().c_str(),
+              static_cast<unsigned long long>(rkey["target_access_naks_sent"].get<std::uint64_t>()),
+              rkey["target_memory_unchanged"].get<bool>() ? "unchanged" : "CHANGED");
   std::printf("verified ops %llu, mismatches %llu, errors %llu, %.1f s\n",
               static_cast<unsigned long long>(report["verified_ops"].get<std::uint64_t>()),
               static_cast<unsigned long long>(report["mismatches"].get<std::uint64_t>()),

@@ -349,4 +349,36 @@ ThroughputRun RoceBenchWorkloads::all_to_all_verify(std::uint64_t bytes_per_peer
   return run;
 }
 
+BadRkeyProbe RoceBenchWorkloads::bad_rkey_probe(GpuId peer, std::uint32_t bytes) {
+  check_bytes(bytes, half_scratch(node_));
+  const std::vector<RoceConnection>& connections = node_.roce().connections(peer);
+  if (connections.size() < 3) {
+    throw std::invalid_argument("peer: bad_rkey_probe needs 3 connected QPs to GPU " +
+                                std::to_string(peer));
+  }
+  BadRkeyProbe probe;
+  const std::uint64_t target = layout_.pattern_offset;
+  auto one = [&](const RoceConnection& connection, RoceOp op, std::uint32_t rkey) {
+    if (op == RoceOp::kWrite) {
+      // Data that differs from the pattern everywhere, so a write that got through shows.
+      fill_pattern(node_.roce().scratch().first(bytes), peer, target, kPatternSalt + 1);
+    }
+    node_.roce().node().post_send(connection.qpn, make_wr(op, 0, 0, bytes, target, rkey));
+    ring(connection.qpn);
+    wait_completions(polled_);
+    return polled_.front().status;
+  };
+  // A key the peer never issued: keys are (index << 8) | a fixed tag (roce_memory.cpp), and
+  // this changes the tag.
+  probe.read_status = one(connections[0], RoceOp::kRead, connections[0].remote_rkey ^ 0xA5);
+  probe.write_status = one(connections[1], RoceOp::kWrite, connections[1].remote_rkey ^ 0xA5);
+  if (one(connections[2], RoceOp::kRead, connections[2].remote_rkey) != roce::WcStatus::kSuccess) {
+    ++probe.errors;
+  } else {
+    probe.target_mismatches =
+        pattern_mismatches(node_.roce().scratch().first(bytes), peer, target, kPatternSalt);
+  }
+  return probe;
+}
+
 }  // namespace ethx

@@ -26,6 +26,14 @@ struct RoceRateParams {
   std::uint64_t salt = 1;
 };
 
+// What a WRITE and a READ with a wrong rkey did (bad_rkey_probe).
+struct BadRkeyProbe {
+  roce::WcStatus read_status = roce::WcStatus::kSuccess;
+  roce::WcStatus write_status = roce::WcStatus::kSuccess;
+  std::uint64_t target_mismatches = 0;  // 8 B words of the target area that changed
+  std::uint64_t errors = 0;             // the verification READ failed
+};
+
 class RoceBenchWorkloads {
  public:
   RoceBenchWorkloads(NodeRuntime& node, const BenchLayout& layout);
@@ -44,6 +52,10 @@ class RoceBenchWorkloads {
   ThroughputRun all_to_all_write(std::uint64_t bytes_per_peer, std::uint64_t salt);
   // Reads back what all_to_all_write put at every peer and checks it.
   ThroughputRun all_to_all_verify(std::uint64_t bytes_per_peer, std::uint64_t salt);
+  // Needs three QPs to `peer`: a READ with a wrong rkey on the first, a WRITE with a wrong
+  // rkey over the peer's pattern area on the second (each NAK moves its QP to the error
+  // state), then a READ on the third shows whether the pattern area is intact.
+  BadRkeyProbe bad_rkey_probe(GpuId peer, std::uint32_t bytes);
 
  private:
   struct Outstanding {

@@ -52,6 +52,7 @@ json counters_json(const roce::RoceCounters& c) {
               {"requests_executed", c.requests_executed},
               {"acks_sent", c.acks_sent},
               {"access_naks_sent", c.access_naks_sent},
+              {"access_bad_rkey", c.access_bad_rkey},
               {"out_of_sequence", c.out_of_sequence},
               {"error_completions", c.error_completions},
               {"cq_overflows", c.cq_overflows}};
@@ -146,6 +147,14 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
     json result = throughput_json(workloads.message_rate(field<GpuId>(command, "peer"), params));
     result["qps"] = roce.connections(field<GpuId>(command, "peer")).size();
     return result;
+  }
+  if (op == "roce_bad_rkey_probe") {
+    const BadRkeyProbe probe =
+        workloads.bad_rkey_probe(field<GpuId>(command, "peer"), command.value("bytes", 64u));
+    return json{{"read_status", roce::to_string(probe.read_status)},
+                {"write_status", roce::to_string(probe.write_status)},
+                {"target_mismatches", probe.target_mismatches},
+                {"errors", probe.errors}};
   }
   if (op == "roce_all_to_all_write") {
     return throughput_json(workloads.all_to_all_write(

@@ -169,6 +169,31 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
   client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
   client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
 
+  progress("RoCE: a READ and a WRITE with a wrong rkey (NAK, counted, target unchanged)");
+  connect_roce_pair(client, requester, target, 3);
+  const json before = client.run(target, {{"op", "roce_stats"}})["counters"];
+  const json probe = client.run(requester, {{"op", "roce_bad_rkey_probe"}, {"peer", target}});
+  const json after = client.run(target, {{"op", "roce_stats"}})["counters"];
+  const auto delta = [&](const char* name) {
+    return after[name].get<std::uint64_t>() - before[name].get<std::uint64_t>();
+  };
+  // Both WRs must fail with a remote access error, the target must have NAKed and counted
+  // both bad keys, and its memory must read back unchanged; anything else is an error.
+  const bool rkey_ok = probe["read_status"] == "remote-access-error" &&
+                       probe["write_status"] == "remote-access-error" &&
+                       delta("access_naks_sent") == 2 && delta("access_bad_rkey") == 2 &&
+                       probe["target_mismatches"] == 0 && probe["errors"] == 0;
+  report["bad_rkey"] = {{"read_status", probe["read_status"]},
+                        {"write_status", probe["write_status"]},
+                        {"target_access_naks_sent", delta("access_naks_sent")},
+                        {"target_access_bad_rkey", delta("access_bad_rkey")},
+                        {"target_memory_unchanged", probe["target_mismatches"] == 0},
+                        {"ok", rkey_ok}};
+  totals.add("RoCE wrong-rkey probe",
+             json{{"verified_ops", rkey_ok ? 2 : 0}, {"errors", rkey_ok ? 0 : 1}});
+  client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
+  client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
+
   progress("RoCE: all-to-all WRITEs across " + key(topology.gpu_count) + " GPUs");
   for (std::size_t a = 0; a < topology.gpu_count; ++a) {
     for (std::size_t b = a + 1; b < topology.gpu_count; ++b) {

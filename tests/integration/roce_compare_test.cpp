@@ -58,6 +58,14 @@ TEST(RoceBenchCli, QuickJsonHasEveryKeyAndNoMismatches) {
   // The traffic went through the switch under port security: nothing spoofed or dropped.
   EXPECT_EQ(report["switch"].value("drops_spoofed", 0), 0);
   EXPECT_EQ(report["addresses"]["gpu1"]["ip"], "10.88.0.2");
+  // A READ and a WRITE with a wrong rkey over the real fabric: both NAKed with a remote access
+  // error, both counted by the target, its memory unchanged.
+  const nlohmann::json& rkey = report["bad_rkey"];
+  EXPECT_EQ(rkey["read_status"], "remote-access-error");
+  EXPECT_EQ(rkey["write_status"], "remote-access-error");
+  EXPECT_EQ(rkey["target_access_naks_sent"], 2);
+  EXPECT_EQ(rkey["target_access_bad_rkey"], 2);
+  EXPECT_TRUE(rkey["target_memory_unchanged"].get<bool>());
 }
 
 TEST(CompareCli, QuickReportHasThreeSystemsAndPlots) {
