@@ -70,6 +70,12 @@ void RoceBenchWorkloads::wait_completions(std::vector<roce::WorkCompletion>& out
   }
 }
 
+void RoceBenchWorkloads::count_error(const roce::WorkCompletion& completion,
+                                     std::uint64_t& errors) {
+  ++errors;
+  if (first_error_.empty()) first_error_ = roce::to_string(completion.status);
+}
+
 void RoceBenchWorkloads::post_or_count(roce::QpNum qpn, const roce::SendWr& wr,
                                        ThroughputRun& run) {
   if (node_.roce().node().post_send(qpn, wr) != roce::PostResult::kOk) ++run.errors;
@@ -102,7 +108,7 @@ void RoceBenchWorkloads::verify_remote(GpuId peer, std::uint64_t offset, std::ui
     ring(connection.qpn);
     wait_completions(polled_);
     if (!polled_.front().ok()) {
-      ++run.errors;
+      count_error(polled_.front(), run.errors);
       continue;
     }
     const auto data = node_.roce().scratch().subspan(sink, chunk);
@@ -137,7 +143,7 @@ LatencyRun RoceBenchWorkloads::latency(GpuId peer, RoceOp op, std::uint32_t byte
     wait_completions(polled_);
     const TimeNs end = monotonic_now_ns();
     if (!polled_.front().ok()) {
-      ++run.errors;
+      count_error(polled_.front(), run.errors);
       break;  // an RC QP in the error state flushes everything after
     }
     run.samples_ns.push_back(end - start);
@@ -200,7 +206,7 @@ ThroughputRun RoceBenchWorkloads::bandwidth(GpuId peer, RoceOp op, std::uint32_t
       free_slots.push_back(done.scratch_slot);
       ++run.ops;
       if (!completion.ok()) {
-        ++run.errors;
+        count_error(completion, run.errors);
         continue;
       }
       run.payload_bytes += done.bytes;
@@ -265,7 +271,7 @@ ThroughputRun RoceBenchWorkloads::message_rate(GpuId peer, const RoceRateParams&
       --inflight;
       ++run.ops;
       if (!completion.ok()) {
-        ++run.errors;
+        count_error(completion, run.errors);
       } else {
         run.payload_bytes += bytes;
       }
@@ -297,7 +303,7 @@ ThroughputRun RoceBenchWorkloads::all_to_all_write(std::uint64_t bytes_per_peer,
       --inflight;
       free_slots.push_back(slot_of[completion.wr_id]);
       slot_of.erase(completion.wr_id);
-      if (!completion.ok()) ++run.errors;
+      if (!completion.ok()) count_error(completion, run.errors);
     }
   };
   run.start_ns = monotonic_now_ns();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fabric/bench_workloads.hpp"
@@ -56,6 +57,9 @@ class RoceBenchWorkloads {
   // rkey over the peer's pattern area on the second (each NAK moves its QP to the error
   // state), then a READ on the third shows whether the pattern area is intact.
   BadRkeyProbe bad_rkey_probe(GpuId peer, std::uint32_t bytes);
+  // The status of the first failed completion of this object's runs ("" if none), so a
+  // failed run says why.
+  const std::string& first_error() const { return first_error_; }
 
  private:
   struct Outstanding {
@@ -75,9 +79,13 @@ class RoceBenchWorkloads {
                      ThroughputRun& run);
   std::uint64_t write_region(std::uint64_t total_bytes, std::uint32_t bytes) const;
 
+  // Counts a failed completion in `errors` and remembers the first status.
+  void count_error(const roce::WorkCompletion& completion, std::uint64_t& errors);
+
   NodeRuntime& node_;
   BenchLayout layout_;
   std::vector<roce::WorkCompletion> polled_;
+  std::string first_error_;
 };
 
 }  // namespace ethx

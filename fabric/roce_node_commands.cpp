@@ -124,18 +124,23 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
   if (op == "roce_destroy") {
     return json{{"destroyed", roce.destroy_qps(field<GpuId>(command, "peer"))}};
   }
+  // Every benchmark result names the first failed completion's status, if any.
+  const auto with_error = [&workloads](json result) {
+    if (!workloads.first_error().empty()) result["first_error"] = workloads.first_error();
+    return result;
+  };
   if (op == "roce_latency") {
     LatencyRun run = workloads.latency(
         field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
         field<std::uint32_t>(command, "bytes"), field<std::uint32_t>(command, "count"),
         command.value("seed", std::uint64_t{1}));
-    return latency_json(run);
+    return with_error(latency_json(run));
   }
   if (op == "roce_bandwidth") {
-    return throughput_json(workloads.bandwidth(
+    return with_error(throughput_json(workloads.bandwidth(
         field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
         field<std::uint32_t>(command, "bytes"), field<std::uint64_t>(command, "total_bytes"),
-        command.value("outstanding", 32u), command.value("salt", std::uint64_t{1})));
+        command.value("outstanding", 32u), command.value("salt", std::uint64_t{1}))));
   }
   if (op == "roce_message_rate") {
     RoceRateParams params;
@@ -144,7 +149,8 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
     params.batch = command.value("batch", 1u);
     params.outstanding = command.value("outstanding", 64u);
     params.salt = command.value("salt", std::uint64_t{1});
-    json result = throughput_json(workloads.message_rate(field<GpuId>(command, "peer"), params));
+    json result =
+        with_error(throughput_json(workloads.message_rate(field<GpuId>(command, "peer"), params)));
     result["qps"] = roce.connections(field<GpuId>(command, "peer")).size();
     return result;
   }
@@ -157,12 +163,12 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
                 {"errors", probe.errors}};
   }
   if (op == "roce_all_to_all_write") {
-    return throughput_json(workloads.all_to_all_write(
-        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt")));
+    return with_error(throughput_json(workloads.all_to_all_write(
+        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
   }
   if (op == "roce_all_to_all_verify") {
-    return throughput_json(workloads.all_to_all_verify(
-        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt")));
+    return with_error(throughput_json(workloads.all_to_all_verify(
+        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
   }
   return json{{"error", "unknown command \"" + op + "\""}};
 }

@@ -87,6 +87,24 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
   json report;
   progress("RoCE: connecting one RC queue pair GPU 0 <-> GPU 1 (QPN/PSN/rkey out of band)");
   const json pair = connect_roce_pair(client, requester, target, 1);
+  std::size_t connected_qps = 1;
+  auto disconnect = [&] {
+    client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
+    client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
+  };
+  // Adds a run to the totals (naming the first failed completion's status). A failed WR
+  // leaves an RC QP in the error state, flushing everything after it, so the pair is
+  // reconnected: one failure is counted once, not in every later run.
+  auto record = [&](const std::string& name, const json& run) {
+    totals.add(run.contains("first_error")
+                   ? name + " (first failure: " + run["first_error"].get<std::string>() + ")"
+                   : name,
+               run);
+    if (run.value("errors", std::uint64_t{0}) > 0) {
+      disconnect();
+      connect_roce_pair(client, requester, target, connected_qps);
+    }
+  };
   report["path_mtu_bytes"] = pair["a"]["path_mtu_bytes"];
   report["addresses"] = {{"gpu0", {{"mac", pair["a"]["mac"]}, {"ip", pair["a"]["ip_text"]}}},
                          {"gpu1", {{"mac", pair["b"]["mac"]}, {"ip", pair["b"]["ip_text"]}}}};
@@ -102,7 +120,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                                               {"bytes", size},
                                               {"count", plan.latency_samples},
                                               {"seed", 100 + size}});
-      totals.add(std::string("RoCE ") + op + " latency " + key(size) + " B", run);
+      record(std::string("RoCE ") + op + " latency " + key(size) + " B", run);
       by_size[key(size)] = {{"p50", run["p50_ns"]}, {"p99", run["p99_ns"]}};
     }
     report[std::string(op) + "_latency_ns"] = by_size;
@@ -121,7 +139,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                                               {"total_bytes", bandwidth_total_bytes(plan, size)},
                                               {"outstanding", bandwidth_outstanding(plan, size)},
                                               {"salt", 2000 + size}});
-      totals.add(std::string("RoCE ") + op + " bandwidth " + key(size) + " B", run);
+      record(std::string("RoCE ") + op + " bandwidth " + key(size) + " B", run);
       by_size[key(size)] = run["gbps"];
     }
     report[std::string(op) + "_bandwidth_gbps"] = by_size;
@@ -137,7 +155,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                                             {"batch", batch},
                                             {"outstanding", std::max<std::uint32_t>(64, batch)},
                                             {"salt", 3000 + batch}});
-    totals.add("RoCE message rate, batch " + key(batch), run);
+    record("RoCE message rate, batch " + key(batch), run);
     rates["batch_" + key(batch)] = run["ops_per_second"].get<double>() / 1e6;
   }
   report["message_rate_mops"] = rates;
@@ -146,8 +164,8 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
   json many = json::array();
   const std::uint32_t many_batch = plan.batches.back();
   for (std::size_t qps : plan.qp_counts) {
-    client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
-    client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
+    disconnect();
+    connected_qps = qps;
     connect_roce_pair(client, requester, target, qps);
     const json info = client.run(requester, {{"op", "roce_info"}});
     const json run = client.run(
@@ -158,7 +176,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                     {"batch", many_batch},
                     {"outstanding", std::max<std::uint64_t>(64, std::uint64_t{many_batch} * 4)},
                     {"salt", 4000 + qps}});
-    totals.add("RoCE many QPs, " + key(qps) + " QPs", run);
+    record("RoCE many QPs, " + key(qps) + " QPs", run);
     many.push_back({{"qps", qps},
                     {"state_bytes_total", info["qp_state_bytes_total"]},
                     {"state_bytes_per_qp", info["qp_state_bytes_per_qp"]},
@@ -166,8 +184,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                     {"message_rate_mops", run["ops_per_second"].get<double>() / 1e6}});
   }
   report["many_qps"] = many;
-  client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
-  client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
+  disconnect();
 
   progress("RoCE: a READ and a WRITE with a wrong rkey (NAK, counted, target unchanged)");
   connect_roce_pair(client, requester, target, 3);
@@ -191,8 +208,7 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
                         {"ok", rkey_ok}};
   totals.add("RoCE wrong-rkey probe",
              json{{"verified_ops", rkey_ok ? 2 : 0}, {"errors", rkey_ok ? 0 : 1}});
-  client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
-  client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
+  disconnect();
 
   progress("RoCE: all-to-all WRITEs across " + key(topology.gpu_count) + " GPUs");
   for (std::size_t a = 0; a < topology.gpu_count; ++a) {
@@ -214,7 +230,11 @@ json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const 
   }
   std::uint64_t first_start = UINT64_MAX, last_end = 0, all_bytes = 0;
   for (const json& run : client.run_parallel(writes)) {
-    totals.add("RoCE all-to-all write", run);
+    totals.add(
+        run.contains("first_error")
+            ? "RoCE all-to-all write (first failure: " + run["first_error"].get<std::string>() + ")"
+            : "RoCE all-to-all write",
+        run);
     first_start = std::min(first_start, run["start_ns"].get<std::uint64_t>());
     last_end = std::max(last_end, run["end_ns"].get<std::uint64_t>());
     all_bytes += run["payload_bytes"].get<std::uint64_t>();
