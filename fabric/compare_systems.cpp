@@ -126,9 +126,15 @@ json roce_system_from_suite(const json& suite, const std::string& transport, boo
           {{"op", op}, {"bytes", std::stoull(size)}, {"gbps", gbps}});
     }
   }
+  // "batch_<N>" keys, in numeric order of N.
+  std::vector<std::pair<std::uint64_t, double>> rates;
   for (const auto& [batch, mops] : suite["message_rate_mops"].items()) {
+    rates.emplace_back(std::stoull(batch.substr(std::string("batch_").size())), mops.get<double>());
+  }
+  std::sort(rates.begin(), rates.end());
+  for (const auto& [batch, mops] : rates) {
     system["message_rate_mops"].push_back(
-        {{"op", "write"}, {"bytes", 8}, {"batch", std::stoull(batch.substr(6))}, {"mops", mops}});
+        {{"op", "write"}, {"bytes", 8}, {"batch", batch}, {"mops", mops}});
   }
   system["all_to_all_gbps"] = suite["all_to_all_gbps"];
   system["many_qps"] = suite["many_qps"];

@@ -54,8 +54,13 @@ void print_table(const json& report) {
                 100.0 * wire["efficiency"].get<double>());
   }
   std::printf("\n8 B WRITE message rate:");
+  std::vector<std::pair<std::uint64_t, double>> rates;  // batch_<N> in numeric order
   for (const auto& [batch, mops] : report["message_rate_mops"].items()) {
-    std::printf("  %s %.3f Mops/s", batch.c_str(), mops.get<double>());
+    rates.emplace_back(std::stoull(batch.substr(std::string("batch_").size())), mops.get<double>());
+  }
+  std::sort(rates.begin(), rates.end());
+  for (const auto& [batch, mops] : rates) {
+    std::printf("  %llu/doorbell %.3f Mops/s", static_cast<unsigned long long>(batch), mops);
   }
   std::printf("\n\n%-8s %16s %16s %14s\n", "QPs", "state B/QP", "state B total", "Mops/s");
   for (const json& row : report["many_qps"]) {

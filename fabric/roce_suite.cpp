@@ -59,21 +59,27 @@ json connect_roce_pair(FabricClient& client, GpuId a, GpuId b, std::size_t count
   const json side_a = client.run(a, {{"op", "roce_create"}, {"peer", b}, {"count", count}});
   const json side_b = client.run(b, {{"op", "roce_create"}, {"peer", a}, {"count", count}});
   // ... step 2: each side connects to what the other reported.
+  // Connects in chunks: a command must fit the 4 KiB mailbox (control_region.hpp).
+  constexpr std::size_t kQpsPerCommand = 64;
   auto connect = [&client](GpuId self, GpuId peer, const json& mine, const json& theirs) {
-    json local = json::array(), qpns = json::array(), psns = json::array();
-    for (const json& qp : mine["created"]) local.push_back(qp["qpn"]);
-    for (const json& qp : theirs["created"]) {
-      qpns.push_back(qp["qpn"]);
-      psns.push_back(qp["psn"]);
+    const json& local_qps = mine["created"];
+    const json& remote_qps = theirs["created"];
+    for (std::size_t first = 0; first < local_qps.size(); first += kQpsPerCommand) {
+      json local = json::array(), qpns = json::array(), psns = json::array();
+      for (std::size_t n = first; n < std::min(local_qps.size(), first + kQpsPerCommand); ++n) {
+        local.push_back(local_qps[n]["qpn"]);
+        qpns.push_back(remote_qps[n]["qpn"]);
+        psns.push_back(remote_qps[n]["psn"]);
+      }
+      client.run(self, {{"op", "roce_connect"},
+                        {"peer", peer},
+                        {"local_qpns", local},
+                        {"remote_qpns", qpns},
+                        {"remote_psns", psns},
+                        {"remote_mac", theirs["mac"]},
+                        {"remote_ip", theirs["ip"]},
+                        {"remote_rkey", theirs["rkey"]}});
     }
-    client.run(self, {{"op", "roce_connect"},
-                      {"peer", peer},
-                      {"local_qpns", local},
-                      {"remote_qpns", qpns},
-                      {"remote_psns", psns},
-                      {"remote_mac", theirs["mac"]},
-                      {"remote_ip", theirs["ip"]},
-                      {"remote_rkey", theirs["rkey"]}});
   };
   connect(a, b, side_a, side_b);
   connect(b, a, side_b, side_a);
