@@ -98,11 +98,26 @@ std::vector<std::string> draw_compare_plots(const CompareInputs& inputs,
     wire.push_back(Series{title, file});
   }
 
+  // Modelled hardware latency, one line per (system, op) of the model.
+  std::vector<Series> modelled;
+  if (inputs.model.is_object() && inputs.model.contains("latency_ns")) {
+    std::map<std::string, std::map<std::uint64_t, double>> lines;
+    for (const json& row : inputs.model["latency_ns"]) {
+      lines[row["system"].get<std::string>() + " " + row["op"].get<std::string>()]
+           [row["bytes"].get<std::uint64_t>()] = row["ns"].get<double>();
+    }
+    for (const auto& [name, points] : lines) {
+      const std::string file = "modelled_" + file_safe(name) + ".dat";
+      std::ofstream out(directory / file);
+      for (const auto& [bytes, ns] : points) out << bytes << " " << ns << "\n";
+      modelled.push_back(Series{name + " (modelled)", file});
+    }
+  }
+
   std::vector<std::string> images;
   std::ofstream script(directory / "plots.gp");
-  const std::string size = terminal == "svg" ? "size 900,560" : "size 900,560";
   script << "# Redraw with: cd <this directory> && gnuplot plots.gp\n"
-         << "set terminal " << terminal << " " << size << "\n"
+         << "set terminal " << terminal << " size 900,560\n"
          << "set logscale x 2\nset grid\nset key top left\nset xlabel 'transfer size (bytes)'\n";
   auto add_plot = [&](const std::string& name, const std::string& title, const std::string& ylabel,
                       bool log_y, const std::vector<Series>& series) {
@@ -117,6 +132,9 @@ std::vector<std::string> draw_compare_plots(const CompareInputs& inputs,
            true, latency);
   add_plot("bandwidth", "bandwidth vs transfer size (emulator wall clock)", "Gbit/s", true,
            bandwidth);
+  add_plot("modelled_latency",
+           "modelled hardware latency (load/store: ethx sim; RoCEv2: estimate, docs/compare.md)",
+           "latency (ns)", true, modelled);
   add_plot("wire_efficiency", "wire efficiency vs payload (from the encoders)",
            "payload / wire bytes (%)", false, wire);
   script.close();

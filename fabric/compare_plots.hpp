@@ -1,7 +1,7 @@
 // The plots of `ethx compare`, drawn by gnuplot (Debian gnuplot-nox): p50 latency and
-// bandwidth against transfer size, one line per system and operation, and wire efficiency
-// against transfer size. Data files and the gnuplot script stay in the report directory so a
-// reader can redraw them.
+// bandwidth against transfer size, one line per system and operation, the modelled hardware
+// latency, and wire efficiency against transfer size. Data files and the gnuplot script stay in the
+// report directory so a reader can redraw them.
 #pragma once
 
 #include <filesystem>
