@@ -14,11 +14,13 @@
 #include <thread>
 
 #include "fabric/attached_fabric.hpp"
+#include "fabric/bench_totals.hpp"
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/forwarding_probe.hpp"
 #include "fabric/privileges.hpp"
 #include "fabric/process_signals.hpp"
+#include "fabric/roce_bench_command.hpp"
 #include "fabric/run_state.hpp"
 #include "fabric/socket_transport.hpp"
 #include "fabric/stats.hpp"
@@ -56,24 +58,6 @@ constexpr std::size_t kForwardingFrameSizes[] = {64, 1500};
 void progress(const BenchOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "ethx bench: " << text << "\n";
 }
-
-struct Totals {
-  std::uint64_t verified_ops = 0;
-  std::uint64_t mismatches = 0;
-  std::uint64_t errors = 0;
-  std::vector<std::string> failed_runs;  // which runs saw mismatches or errors
-  void add(const std::string& name, const json& run) {
-    const auto run_mismatches = run.value("mismatches", std::uint64_t{0});
-    const auto run_errors = run.value("errors", std::uint64_t{0});
-    verified_ops += run.value("verified_ops", std::uint64_t{0});
-    mismatches += run_mismatches;
-    errors += run_errors;
-    if (run_mismatches + run_errors > 0) {
-      failed_runs.push_back(name + ": " + std::to_string(run_mismatches) + " mismatches, " +
-                            std::to_string(run_errors) + " errors");
-    }
-  }
-};
 
 json wire_table(std::size_t frame_bytes_max) {
   json table = json::object();
@@ -419,6 +403,7 @@ int run_bench_attached(const BenchOptions& options) {
 }  // namespace
 
 int run_bench(const BenchOptions& options) {
+  if (options.engine == "roce") return run_roce_bench(options);
   if (!options.fabric.empty() && !options.with_vms) return run_bench_attached(options);
   if (options.with_vms) return run_vm_bench(options);
   // Privileges first: before the topology file, any probe, namespace or process.

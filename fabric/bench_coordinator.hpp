@@ -11,6 +11,8 @@ struct BenchOptions {
   std::size_t gpus = 0;  // 0: from the topology
   std::string transport = "shm";
   std::string config_path;  // empty: the embedded default
+  // "load-store" (default) or "roce": the RoCEv2 engine suite (roce_bench_command.hpp).
+  std::string engine = "load-store";
   bool json = false;
   bool quick = false;  // smaller runs, for CI smoke tests and first impressions
   bool quiet = false;  // no progress on stderr

@@ -5,6 +5,7 @@
 
 #include "address-map/config_error.hpp"
 #include "fabric/bench_coordinator.hpp"
+#include "fabric/compare_command.hpp"
 #include "fabric/config_overlay.hpp"
 #include "fabric/fault_command.hpp"
 #include "fabric/process_signals.hpp"
@@ -22,6 +23,7 @@ constexpr const char* kUsage =
     "usage: ethx <command> [options]\n"
     "commands:\n"
     "  bench    start a fabric, run the load/store microbenchmarks, stop it\n"
+    "  compare  load/store vs the RoCEv2 engine (and Soft-RoCE) on one fabric: a report\n"
     "  up       start a fabric that keeps running (docs/operations.md)\n"
     "  status   show a running fabric's processes and per-port counters\n"
     "  down     stop a running fabric and remove everything it made\n"
@@ -56,6 +58,8 @@ int bench(int argc, char** argv) {
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
       "quick", po::bool_switch(&options.quick), "smaller runs (CI smoke test)")(
       "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr")(
+      "engine", po::value(&options.engine)->default_value("load-store"),
+      "load-store | roce: the RoCEv2 engine on the same fabric (docs/roce.md)")(
       "fabric", po::value(&options.fabric),
       "run on the fabric `ethx up --name NAME` started (its GPUs and transport)")(
       "vms", po::value(&options.vms)->implicit_value(0),
@@ -71,6 +75,10 @@ int bench(int argc, char** argv) {
     return 2;
   }
   options.with_vms = vm.count("vms") != 0;
+  if (options.engine != "load-store" && options.engine != "roce") {
+    std::cerr << "ethx bench: --engine: must be \"load-store\" or \"roce\"\n";
+    return 2;
+  }
   // VMs default to the fastest transport this machine allows (AF_XDP, else shared memory).
   if (options.with_vms && vm["transport"].defaulted()) options.transport = "auto";
   if (!options.fabric.empty() && !options.with_vms &&
@@ -91,6 +99,27 @@ int bench(int argc, char** argv) {
     options.config_path = overlay->path();
   }
   return ethx::run_bench(options);
+}
+
+int compare(int argc, char** argv) {
+  ethx::CompareOptions options;
+  po::options_description description("ethx compare options");
+  description.add_options()("help", "show this help")(
+      "gpus", po::value(&options.gpus), "number of GPUs (default: 4 with --quick, else 8)")(
+      "transport", po::value(&options.transport)->default_value("shm"),
+      "shm | afxdp | afpacket | auto")("config", po::value(&options.config_path),
+                                       "topology file (default: embedded)")(
+      "out", po::value(&options.out_dir)->default_value(options.out_dir),
+      "report directory (report.md, plots, data)")("quick", po::bool_switch(&options.quick),
+                                                   "pinned small sizes and counts (CI)")(
+      "quiet", po::bool_switch(&options.quiet), "no progress messages on stderr");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  if (options.out_dir.empty()) {
+    std::cerr << "ethx compare: --out: must name a directory\n";
+    return 2;
+  }
+  return ethx::run_compare(options);
 }
 
 int soak(int argc, char** argv) {
@@ -285,6 +314,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "bench") return bench(argc - 1, argv + 1);
     if (command == "config") return config(argc - 1, argv + 1);
+    if (command == "compare") return compare(argc - 1, argv + 1);
     if (command == "sim") return sim(argc - 1, argv + 1);
     if (command == "soak") return soak(argc - 1, argv + 1);
     if (command == "up") return up(argc - 1, argv + 1);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fabric/roce_node_commands.hpp"
 #include "fabric/soak_workload.hpp"
 #include "fabric/stats.hpp"
 
@@ -69,6 +70,7 @@ json node_stats(NodeRuntime& node) {
 json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads) {
   const std::string op = command.at("op").get<std::string>();
   auto peer = [&] { return command.at("peer").get<GpuId>(); };
+  if (auto roce = run_roce_command(op, command, node, workloads.layout())) return *roce;
   if (op == "echo") {
     LatencyRun run = workloads.echo_latency(peer(), command.at("count").get<std::uint32_t>());
     return latency_summary(run);

@@ -28,7 +28,8 @@ NodeRuntime::NodeRuntime(const TopologyConfig& topology, GpuId self,
       self_(self),
       address_map_(topology.address_map()),
       endpoint_(topology.engine_config(self), local_memory),
-      port_(port) {
+      port_(port),
+      roce_(topology, self, local_memory) {
   if (topology.frame_bytes_max > port.max_frame_bytes()) {
     throw ConfigError("fabric.frame_bytes_max: " + std::to_string(topology.frame_bytes_max) +
                       " does not fit the " + port.transport() + " transport's frame buffer of " +
@@ -41,6 +42,11 @@ void NodeRuntime::on_frame(std::span<const std::byte> frame) {
   std::uint16_t ether_type = 0;
   if (wire::peek_ethernet(frame, dst, src, ether_type) && ether_type == wire::kEtherTypeEcho) {
     handle_echo(frame, dst, src);
+    return;
+  }
+  if (ether_type == roce::kEtherTypeIpv4) {
+    // RoCEv2 (and any other IPv4): the RoCE engine validates and counts what is not for it.
+    roce_.on_frame(frame, monotonic_now_ns());
     return;
   }
   if (ether_type != wire::kEtherTypeFabric && frame.size() >= wire::kEthernetHeaderBytes) {
@@ -84,7 +90,13 @@ void NodeRuntime::drain_backlog() {
 }
 
 void NodeRuntime::transmit() {
-  endpoint_.poll(monotonic_now_ns(), effects_);
+  const TimeNs now = monotonic_now_ns();
+  endpoint_.poll(now, effects_);
+  roce_.poll_if_due(now);
+  Effects& roce_effects = roce_.effects();
+  for (wire::Frame& frame : roce_effects.send) effects_.send.push_back(std::move(frame));
+  roce_effects.send.clear();
+  if (roce_effects.wake_at) effects_.wake_no_later_than(*roce_effects.wake_at);
   bool sent = false;
   for (wire::Frame& frame : effects_.send) {
     if (backlog_.empty() && port_.try_send(frame)) {

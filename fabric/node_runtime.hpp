@@ -1,5 +1,6 @@
 // The real-time runtime of one emulated GPU node: drives its Endpoint (sans-I/O) with frames
-// from a NodePort and the monotonic clock, and answers bare echo frames for baselines.
+// from a NodePort and the monotonic clock, answers bare echo frames for baselines, and hosts
+// the RoCEv2 engine of the comparison on the same port (IPv4 frames go to it).
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "address-map/address_map.hpp"
 #include "fabric/node_port.hpp"
+#include "fabric/roce_host.hpp"
 #include "fabric/topology_config.hpp"
 #include "packet-engine/endpoint.hpp"
 
@@ -22,7 +24,7 @@ struct NodeRuntimeCounters {
   std::uint64_t send_retries = 0;  // transmit path full; the frame waited in the backlog
   std::uint64_t echo_requests_answered = 0;
   std::uint64_t echo_replies = 0;
-  std::uint64_t foreign_frames = 0;  // neither ethx nor echo: counted and dropped
+  std::uint64_t foreign_frames = 0;  // neither ethx, echo nor IPv4 (RoCE): counted and dropped
 };
 
 TimeNs monotonic_now_ns();
@@ -34,6 +36,7 @@ class NodeRuntime final : private FrameSink {
               NodePort& port);
 
   Endpoint& endpoint() { return endpoint_; }
+  RoceHost& roce() { return roce_; }
   const AddressMap& address_map() const { return address_map_; }
   NodePort& port() { return port_; }
   GpuId self() const { return self_; }
@@ -45,6 +48,8 @@ class NodeRuntime final : private FrameSink {
   // Blocking helpers (wait_for_*) throw Interrupted once *flag is true, so a node stops
   // promptly in the middle of a benchmark when its process is told to.
   void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }
+  // Throws Interrupted if the stop flag is set (for loops outside the wait_for_* helpers).
+  void check_stop() const;
   // Where ops issued on the requester put their frames; transmit() sends them.
   Effects& effects() { return effects_; }
 
@@ -83,8 +88,7 @@ class NodeRuntime final : private FrameSink {
   std::optional<std::uint64_t> last_echo_reply_;
   NodeRuntimeCounters counters_;
   const std::atomic<bool>* stop_flag_ = nullptr;
-
-  void check_stop() const;
+  RoceHost roce_;
 };
 
 }  // namespace ethx

@@ -55,6 +55,8 @@ std::unique_ptr<FrameSocket> open_frame_socket(std::string_view transport, const
     options.interface = interface;
     options.netns = netns;
     options.role = role;
+    // Every node hosts a RoCEv2 engine next to its load/store endpoint (roce_host.hpp).
+    options.accept_rocev2 = role == SocketRole::kNode;
     if (receive_frames > 0) options.frame_count = 2 * receive_frames;
     return std::make_unique<AfXdpSocket>(options);
 #else
@@ -68,6 +70,7 @@ std::unique_ptr<FrameSocket> open_frame_socket(std::string_view transport, const
     options.interface = interface;
     options.netns = netns;
     options.role = role;
+    options.accept_rocev2 = role == SocketRole::kNode;  // the node's RoCEv2 engine
     if (receive_frames > 0) {
       options.receive_buffer_bytes = static_cast<int>(
           std::min<std::uint64_t>(std::uint64_t{receive_frames} * 2048, std::uint64_t{1} << 30));
