@@ -109,10 +109,13 @@ json run_softroce_suite(const SoftRoceOptions& options) {
                        "needs root: the guest NICs are taps in a network namespace "
                        "joined to the switch by AF_PACKET sockets");
   }
-  RunDirectory directory(options.fabric);
-  directory.lock();  // the agents serve one client at a time
-  std::optional<RunState> state = directory.load();
+  // A running fabric's agents serve one client at a time: its lock is held while we use it,
+  // and released at once when we boot VMs of our own instead.
+  std::optional<RunDirectory> directory(std::in_place, options.fabric);
+  directory->lock();
+  std::optional<RunState> state = directory->load();
   const bool attached = state && state->vms >= 2 && state->guest_nics;
+  if (!attached) directory.reset();
   json notes = json::array();
   VmPlan plan;
   plan.count = 2;
@@ -153,7 +156,7 @@ json run_softroce_suite(const SoftRoceOptions& options) {
                                           " is gone; `ethx down` and `ethx up` it again");
       }
     }
-    logs = directory.path();
+    logs = directory->path();
     netns_tag = state->netns_tag;
   } else {
     const AcceleratorChoice accel = choose_accelerator(plan);
