@@ -253,6 +253,11 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("--transport " + options.transport +
                                 ": use shm, afxdp or afpacket");
   }
+  if (!options.extra_ports.empty() && !ethx::is_socket_transport(options.transport)) {
+    throw std::invalid_argument(
+        "--extra-port needs --transport afxdp or afpacket (the extra "
+        "ports are AF_PACKET sockets in the switch namespace)");
+  }
   return ethx::is_socket_transport(options.transport)
              ? run_on_sockets(options, topology, parent_pid)
              : run_on_shared_memory(options, topology, parent_pid);
