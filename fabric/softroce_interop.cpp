@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 

@@ -95,7 +95,9 @@ json parse_perftest_output(const std::string& output, std::uint64_t bytes) {
   return nullptr;
 }
 
-json run_softroce_suite(const SoftRoceOptions& options) {
+namespace {
+
+json run_suite(const SoftRoceOptions& options) {
   const auto started = Clock::now();
   auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto say = [&](const std::string& text) {
@@ -338,6 +340,20 @@ json run_softroce_suite(const SoftRoceOptions& options) {
   report["notes"] = notes;
   if (owned) owned->stop();
   return report;
+}
+
+}  // namespace
+
+json run_softroce_suite(const SoftRoceOptions& options) {
+  try {
+    return run_suite(options);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& error) {
+    // A VM that did not boot, an agent that stopped answering: no figures, and why.
+    return unavailable(options.transport,
+                       std::string("the Soft-RoCE suite failed: ") + error.what());
+  }
 }
 
 }  // namespace ethx
