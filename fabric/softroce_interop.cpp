@@ -246,7 +246,8 @@ json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
   const std::uint64_t guest_addr = guest.at("addr").get<std::uint64_t>();
   const std::uint32_t rkey = guest.at("rkey").get<std::uint32_t>();
 
-  auto complete = [&](const roce::SendWr& wr, const char* what) {
+  auto complete = [&](const roce::SendWr& wr, const char* what,
+                      roce::WcStatus expected = roce::WcStatus::kSuccess) {
     if (node.post_send(*qpn, wr) != roce::PostResult::kOk) {
       throw std::runtime_error(std::string("interop: post_send of the ") + what + " failed");
     }
@@ -268,11 +269,13 @@ json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
                                " did not complete in time (engine counters: " +
                                counters_json(node.counters()).dump() + ")");
     }
-    if (!wc.ok()) {
+    if (wc.status != expected) {
       throw std::runtime_error(std::string("interop: the ") + what + " completed with " +
-                               roce::to_string(wc.status));
+                               roce::to_string(wc.status) + ", expected " +
+                               roce::to_string(expected));
     }
-    return json{{"bytes", wr.sg_list.at(0).length}, {"us", us}, {"status", "ok"}};
+    return json{
+        {"bytes", wr.sg_list.at(0).length}, {"us", us}, {"status", roce::to_string(wc.status)}};
   };
 
   roce::SendWr write;
@@ -305,6 +308,21 @@ json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
   report["read"]["mismatches"] = mismatches;
   report["read"]["first_bad"] = first_bad;
 
+  // A WRITE of other bytes with a wrong rkey: rxe must NAK it (remote access error) and leave
+  // its memory alone, which the guest's byte check below proves. Last: the QP is in the error
+  // state afterwards, as an RC QP must be after a remote access error.
+  if (options.bad_rkey_write) {
+    std::vector<std::byte> other(options.write_bytes, std::byte{0xEE});
+    const roce::MemoryRegion other_mr = node.register_memory(other, roce::kAccessLocalWrite);
+    roce::SendWr bad = write;
+    bad.wr_id = 3;
+    bad.sg_list = {{other_mr.addr, options.write_bytes, other_mr.lkey}};
+    bad.rkey = rkey ^ 0x00ABCD00;
+    report["bad_rkey_write"] =
+        complete(bad, "RDMA WRITE with a wrong rkey", roce::WcStatus::kRemoteAccessError);
+    report["bad_rkey_write"]["rkey"] = bad.rkey;
+  }
+
   const std::string finish = "!ethx-rxe-peer finish --seed " + std::to_string(options.seed) +
                              " --written " + std::to_string(options.write_bytes);
   const GuestBlock finished = run_while_pumping(port, agent, finish, options.timeout_ms);
@@ -312,6 +330,7 @@ json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
   report["guest"] = checked.is_null() ? json(finished.output) : checked;
   report["engine"] = counters_json(node.counters());
   report["engine"]["arp_replies"] = port.arp_replies();
+  report["engine"]["error_naks_received"] = node.counters().error_naks_received;
   const bool guest_ok =
       finished.exit_status == 0 && !checked.is_null() && checked.value("verified", false);
   report["verified"] = mismatches == 0 && guest_ok;

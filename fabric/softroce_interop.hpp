@@ -24,6 +24,9 @@ struct InteropOptions {
   std::uint32_t write_bytes = 8192;    // the engine WRITEs [0, write_bytes) (several MTU packets)
   std::uint32_t seed = 1;              // engine pattern seed (< 2^24)
   std::int64_t timeout_ms = 60'000;    // per step
+  // Last step: a WRITE of other bytes with a wrong rkey, which rxe must NAK (remote access
+  // error) without touching its memory (the guest's byte check covers it).
+  bool bad_rkey_write = true;
 };
 
 // Runs the procedure; returns {"verified", "write", "read", "engine", "guest", "steps"...}.

@@ -171,7 +171,11 @@ TEST_F(SoftRoce, EngineWritesAndReadsRxeMemoryWithVerifiedData) {
   EXPECT_TRUE(report["guest"]["verified"].get<bool>()) << report.dump(2);
   EXPECT_EQ(report["guest"]["engine_bytes_ok"].get<std::size_t>(), 5000u);
   EXPECT_EQ(report["guest"]["guest_bytes_ok"].get<std::size_t>(), 16384u - 5000u);
-  EXPECT_EQ(report["engine"]["error_completions"].get<std::uint64_t>(), 0u);
+  // The wrong-rkey WRITE (0xEE bytes) was NAKed by rxe and changed nothing (the guest's
+  // byte check above passed after it).
+  EXPECT_EQ(report["bad_rkey_write"]["status"], "remote-access-error") << report.dump(2);
+  EXPECT_EQ(report["engine"]["error_naks_received"].get<std::uint64_t>(), 1u);
+  EXPECT_EQ(report["engine"]["error_completions"].get<std::uint64_t>(), 1u);
   EXPECT_GE(report["engine"]["arp_replies"].get<std::uint64_t>(), 0u);
   // QPN, PSN, GID and rkey went out of band: the guest's QP saw our address as its peer.
   EXPECT_EQ(report["guest_qp"]["gid"].get<std::string>(), "::ffff:" + guest_nic_ip(0));
