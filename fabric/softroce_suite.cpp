@@ -312,6 +312,14 @@ json run_suite(const SoftRoceOptions& options) {
     runs.push_back(entry);
   }
   report["runs"] = runs;
+  // rxe's own counters after the runs: retries and duplicates show how hard TCG made it.
+  json after = json::array();
+  for (GuestAgent* agent : agents) {
+    const GuestBlock info = agent->run("!ethx-rdma info", kAgentTimeoutMs);
+    const json value = guest_json(info.output);
+    after.push_back(value.is_null() ? json(info.output) : value);
+  }
+  report["guests_after_perftest"] = after;
 
   // ---- interop: ethx's RoCEv2 engine against rdma_rxe in VM 0 ----
   bool interop_ok = true;
