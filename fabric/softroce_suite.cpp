@@ -208,12 +208,12 @@ json run_suite(const SoftRoceOptions& options) {
       report["available"] = false;
       report["reason"] = "VM " + std::to_string(vm) + " has no rxe0 with a RoCE v2 IPv4 GID (" +
                          info.output + "); see its console in " + logs;
-      report["guests"] = guests;
+      report["details"]["guests"] = guests;
       report["notes"] = notes;
       return report;
     }
   }
-  report["guests"] = guests;
+  report["details"]["guests"] = guests;
   const GuestBlock ping =
       client.run("!ping -c 3 -W 5 " + guest_nic_ip(1) + " | tail -n 1", kAgentTimeoutMs);
   notes.push_back("ping VM 0 -> VM 1 through the switch: " +
@@ -311,7 +311,7 @@ json run_suite(const SoftRoceOptions& options) {
     }
     runs.push_back(entry);
   }
-  report["runs"] = runs;
+  report["details"]["runs"] = runs;
   // rxe's own counters after the runs: retries and duplicates show how hard TCG made it.
   json after = json::array();
   for (GuestAgent* agent : agents) {
@@ -319,7 +319,7 @@ json run_suite(const SoftRoceOptions& options) {
     const json value = guest_json(info.output);
     after.push_back(value.is_null() ? json(info.output) : value);
   }
-  report["guests_after_perftest"] = after;
+  report["details"]["guests_after_perftest"] = after;
 
   // ---- interop: ethx's RoCEv2 engine against rdma_rxe in VM 0 ----
   bool interop_ok = true;
@@ -330,11 +330,11 @@ json run_suite(const SoftRoceOptions& options) {
     interop.vm = 0;
     interop.seed = static_cast<std::uint32_t>(::getpid() % 100000);
     try {
-      report["interop"] = run_roce_interop(client, interop);
-      interop_ok = report["interop"].value("verified", false);
+      report["details"]["interop"] = run_roce_interop(client, interop);
+      interop_ok = report["details"]["interop"].value("verified", false);
     } catch (const std::exception& error) {
       interop_ok = false;
-      report["interop"] = {{"verified", false}, {"error", error.what()}};
+      report["details"]["interop"] = {{"verified", false}, {"error", error.what()}};
     }
     notes.push_back(std::string("interop (engine WRITE ") + std::to_string(interop.write_bytes) +
                     " B + READ " + std::to_string(interop.region_bytes) +
@@ -344,7 +344,7 @@ json run_suite(const SoftRoceOptions& options) {
                   std::string(attached ? "the running VMs' accelerator" : plan.accel) +
                   ": emulator wall-clock figures, not hardware figures");
   report["verified"] = all_ok && interop_ok && !report["latency_us"].empty();
-  report["elapsed_s"] = elapsed_s();
+  report["details"]["elapsed_s"] = elapsed_s();
   report["notes"] = notes;
   if (owned) owned->stop();
   return report;

@@ -30,7 +30,9 @@ struct SoftRoceOptions {
 //   {"system": "soft-roce", "transport", "available", "reason",
 //    "latency_us": [{"op", "bytes", "p50", "p99"}], "bandwidth_gbps": [{"op", "bytes", "gbps"}],
 //    "message_rate_mops": [{"op", "bytes", "batch", "mops"}], "verified", "notes": [...],
-//    "interop": {...}, "runs": [{...every perftest run, with its command and raw table...}]}
+//    "details": {"interop": {...}, "runs": [{...every perftest run: command, parsed table...}],
+//                "guests", "guests_after_perftest", "elapsed_s"}}
+// ("details" is the only key beyond the schema `ethx compare` reads.)
 nlohmann::json run_softroce_suite(const SoftRoceOptions& options);
 
 // perftest's result table, parsed: the row whose first column is `bytes`. Latency tests:

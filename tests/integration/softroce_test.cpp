@@ -204,7 +204,15 @@ TEST_F(SoftRoce, QuickSuiteOnTheRunningFabricHasTheCompareSchema) {
   ASSERT_FALSE(report["message_rate_mops"].empty());
   EXPECT_EQ(report["message_rate_mops"][0]["batch"], 1);
   EXPECT_TRUE(report["verified"].get<bool>()) << report.dump(2);
-  EXPECT_TRUE(report["interop"]["verified"].get<bool>()) << report["interop"].dump(2);
+  EXPECT_TRUE(report["details"]["interop"]["verified"].get<bool>())
+      << report["details"]["interop"].dump(2);
+  // Exactly the schema's keys, and "details" for everything else.
+  for (const auto& [key, value] : report.items()) {
+    EXPECT_TRUE(key == "system" || key == "transport" || key == "available" || key == "reason" ||
+                key == "latency_us" || key == "bandwidth_gbps" || key == "message_rate_mops" ||
+                key == "verified" || key == "notes" || key == "details")
+        << key;
+  }
 }
 
 TEST(SoftRocePerftestParser, ReadsLatencyAndBandwidthTables) {
