@@ -346,7 +346,16 @@ json run_suite(const SoftRoceOptions& options) {
   report["verified"] = all_ok && interop_ok && !report["latency_us"].empty();
   report["details"]["elapsed_s"] = elapsed_s();
   report["notes"] = notes;
-  if (owned) owned->stop();
+  if (owned) {
+    owned->stop();
+    // Like `ethx bench --vms`: the consoles stay only when something went wrong.
+    if (report["verified"].get<bool>()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(logs, ignored);
+    } else {
+      report["notes"].push_back("consoles and logs kept in " + logs);
+    }
+  }
   return report;
 }
 
