@@ -12,6 +12,7 @@
 #include "fabric/restart_switch_command.hpp"
 #include "fabric/sim_command.hpp"
 #include "fabric/soak_command.hpp"
+#include "fabric/softroce_suite.hpp"
 #include "fabric/topology_config.hpp"
 #include "fabric/up_command.hpp"
 
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
     "  soak     long verified run with injected loss and corruption (docs/reliability.md)\n"
+    "  softroce perftest between two VMs' Soft-RoCE on the switch, engine interop (softroce.md)\n"
     "run `ethx <command> --help` for its options\n";
 
 // Parses a subcommand's options; false when --help was asked for (and printed).
@@ -167,7 +169,9 @@ int up(int argc, char** argv) {
       "vms", po::value(&options.vms)->implicit_value(2),
       "GPUs 0.. live in this many QEMU VMs (alone: 2; docs/vms.md)")(
       "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4), "ethx-gpu devices per VM")(
-      "vm-append", po::value(&options.vm_append), "extra guest kernel command line");
+      "vm-append", po::value(&options.vm_append), "extra guest kernel command line")(
+      "guest-nics", po::bool_switch(&options.guest_nics),
+      "each VM gets a NIC on the switch and Soft-RoCE (RDMA image; docs/softroce.md)");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   if (options.vms > 0 && vm["transport"].defaulted()) options.transport = "auto";
@@ -303,6 +307,45 @@ int config(int argc, char** argv) {
   return 0;
 }
 
+// `ethx softroce`: run_softroce_suite alone; exit 0 when available and verified, 3 when a
+// prerequisite is missing (the reason is printed), 1 otherwise.
+int softroce(int argc, char** argv) {
+  ethx::SoftRoceOptions options;
+  bool json = false;
+  po::options_description description("ethx softroce options");
+  description.add_options()("help", "show this help")("quick", po::bool_switch(&options.quick),
+                                                      "fewer sizes and iterations (a few minutes)")(
+      "json", po::bool_switch(&json), "print the report as JSON on stdout")(
+      "transport", po::value(&options.transport)->default_value("auto"),
+      "the GPU ports' transport: auto | afxdp | afpacket")(
+      "fabric", po::value(&options.fabric)->default_value("default"),
+      "use this fabric if it is up with --vms --guest-nics, else boot two VMs")(
+      "time-budget", po::value(&options.time_budget_s)->default_value(600),
+      "seconds after which remaining perftest runs are skipped")(
+      "no-interop", "skip the RoCEv2 engine <-> rdma_rxe check");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  options.interop = vm.count("no-interop") == 0;
+  options.quiet = json;
+  const nlohmann::json report = ethx::run_softroce_suite(options);
+  if (json) {
+    std::cout << report.dump(2) << "\n";
+  } else if (!report["available"].get<bool>()) {
+    std::cout << "soft-roce: not available: " << report["reason"].get<std::string>() << "\n";
+  } else {
+    for (const auto& row : report["latency_us"]) std::cout << "latency   " << row.dump() << "\n";
+    for (const auto& row : report["bandwidth_gbps"])
+      std::cout << "bandwidth " << row.dump() << "\n";
+    for (const auto& row : report["message_rate_mops"])
+      std::cout << "msg rate  " << row.dump() << "\n";
+    for (const auto& note : report["notes"])
+      std::cout << "note: " << note.get<std::string>() << "\n";
+    std::cout << "verified: " << (report["verified"].get<bool>() ? "yes" : "NO") << "\n";
+  }
+  if (!report["available"].get<bool>()) return 3;
+  return report["verified"].get<bool>() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,6 +366,7 @@ int main(int argc, char** argv) {
     if (command == "guest") return guest(argc - 1, argv + 1);
     if (command == "fault") return fault(argc - 1, argv + 1);
     if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
+    if (command == "softroce") return softroce(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {

@@ -62,6 +62,11 @@ FabricLauncher::FabricLauncher(std::string fabric_name, std::string config_path,
   if (is_socket_transport(options_.transport) && options_.netns_tag.empty()) {
     options_.netns_tag = bench_tag(::getpid());
   }
+  if (options_.vms.guest_nics && !is_socket_transport(options_.transport)) {
+    throw std::invalid_argument(
+        "guest NICs need the switch on sockets: --transport afxdp or afpacket (as root), not " +
+        options_.transport);
+  }
   if (options_.stats_path.empty()) {
     options_.stats_path = (std::filesystem::temp_directory_path() /
                            (std::string(kNamePrefix) + fabric_name_ + "-switch-stats.json"))
@@ -116,8 +121,9 @@ void FabricLauncher::create_network() {
   if (veths_ || !is_socket_transport(options_.transport)) return;
   write_run_record();
   const unsigned mtu = static_cast<unsigned>(topology_.frame_bytes_max) - 14;
-  veths_ = std::make_unique<netns::VethTopology>(
-      netns::star_topology(options_.netns_tag, topology_.gpu_count, mtu));
+  netns::TopologySpec spec = netns::star_topology(options_.netns_tag, topology_.gpu_count, mtu);
+  if (options_.vms.guest_nics) netns::add_guest_nics(spec, options_.vms.count);
+  veths_ = std::make_unique<netns::VethTopology>(std::move(spec));
 }
 
 void FabricLauncher::remove_socket_topology() {
@@ -170,6 +176,9 @@ void FabricLauncher::start_switch() {
   launch.netns_tag = options_.netns_tag;
   launch.stats_path = options_.stats_path;
   launch.detached = options_.detached;
+  if (options_.vms.guest_nics) {
+    launch.extra_ports = guest_nic_switch_ports(options_.netns_tag, options_.vms.count);
+  }
   const std::vector<std::string> args = switch_arguments(launch);
   ReadinessPipe ready;
   switch_process_ = std::make_unique<ChildProcess>(spawn(args, "switch", ready.child_end()));
@@ -208,7 +217,23 @@ void FabricLauncher::start_nodes() {
   const VmFabric vm_fabric{fabric_name_, options_.transport,  options_.netns_tag,
                            config_path_, topology_.gpu_count, options_.log_directory};
   for (std::size_t vm = 0; vm < plan.count; ++vm) {
-    vms_.push_back(spawn(qemu_command(plan, vm, vm_fabric), "vm-" + std::to_string(vm), -1));
+    if (!plan.guest_nics) {
+      vms_.push_back(spawn(qemu_command(plan, vm, vm_fabric), "vm-" + std::to_string(vm), -1));
+      continue;
+    }
+    // The tap lives in the switch namespace, where QEMU cannot open it by name: it inherits
+    // an open descriptor of it as descriptor 3 instead.
+    const int tap = netns::open_tap(netns::switch_namespace(options_.netns_tag),
+                                    netns::tap_interface(options_.netns_tag, vm));
+    VmFabric with_tap = vm_fabric;
+    with_tap.tap_fd = 3;
+    try {
+      vms_.push_back(spawn(qemu_command(plan, vm, with_tap), "vm-" + std::to_string(vm), tap));
+    } catch (...) {
+      ::close(tap);
+      throw;
+    }
+    ::close(tap);
   }
   for (std::size_t gpu = plan.vm_gpus(); gpu < topology_.gpu_count; ++gpu) {
     std::vector<std::string> node_args = {bin + "/ethx-node", "--gpu", std::to_string(gpu)};

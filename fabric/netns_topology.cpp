@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,8 +74,11 @@ void create_all(const TopologySpec& spec, std::vector<std::string>& created) {
       write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
     });
   }
-  const std::string mtu = std::to_string(spec.mtu);
   for (const auto& link : spec.links) {
+    std::string mtu = std::to_string(spec.mtu);
+    for (const auto& [name, bytes] : spec.link_mtus) {
+      if (name == link.interface_a) mtu = std::to_string(bytes);
+    }
     // Both ends are created directly in their namespaces: the names never appear in the root
     // namespace, so they cannot collide with anything there.
     run_checked({"ip",
@@ -105,6 +110,12 @@ void create_all(const TopologySpec& spec, std::vector<std::string>& created) {
   for (const auto& link : spec.links) {
     run_checked({"ip", "-n", link.namespace_a, "link", "set", "dev", link.interface_a, "up"});
     run_checked({"ip", "-n", link.namespace_b, "link", "set", "dev", link.interface_b, "up"});
+  }
+  for (const auto& tap : spec.taps) {
+    // Persistent: it outlives the QEMU that attaches to it, and goes with its namespace.
+    run_checked({"ip", "-n", tap.netns, "tuntap", "add", "dev", tap.name, "mode", "tap"});
+    run_checked({"ip", "-n", tap.netns, "link", "set", "dev", tap.name, "mtu",
+                 std::to_string(tap.mtu), "up"});
   }
 }
 
@@ -149,6 +160,52 @@ std::string node_interface(std::string_view tag, std::size_t node) {
 }
 std::string switch_interface(std::string_view tag, std::size_t node) {
   return checked_name(run_prefix(tag) + "s" + std::to_string(node));
+}
+
+std::string tap_interface(std::string_view tag, std::size_t vm) {
+  return checked_name(run_prefix(tag) + "t" + std::to_string(vm));
+}
+std::string host_port_namespace(std::string_view tag) {
+  return checked_name(run_prefix(tag) + "h");
+}
+std::string host_port_interface(std::string_view tag) {
+  return host_port_namespace(tag);
+}
+std::string host_port_switch_interface(std::string_view tag) {
+  return checked_name(run_prefix(tag) + "sh");
+}
+
+void add_guest_nics(TopologySpec& spec, std::size_t vms, unsigned nic_mtu) {
+  const std::string switch_ns = switch_namespace(spec.tag);
+  for (std::size_t vm = 0; vm < vms; ++vm) {
+    spec.taps.push_back(TapDevice{switch_ns, tap_interface(spec.tag, vm), nic_mtu});
+  }
+  spec.namespaces.push_back(host_port_namespace(spec.tag));
+  spec.links.push_back(VethLink{host_port_namespace(spec.tag), host_port_interface(spec.tag),
+                                switch_ns, host_port_switch_interface(spec.tag)});
+  spec.link_mtus.emplace_back(host_port_interface(spec.tag), nic_mtu);
+}
+
+int open_tap(const std::string& netns, const std::string& name) {
+  int fd = -1;
+  std::string error;
+  run_in_namespace(netns, [&] {
+    fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      error = errno_text("open /dev/net/tun (module tun; needs CAP_NET_ADMIN)");
+      return;
+    }
+    ifreq request{};
+    request.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(request.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(fd, TUNSETIFF, &request) != 0) {
+      error = errno_text("TUNSETIFF " + name + " in " + netns);
+      ::close(fd);
+      fd = -1;
+    }
+  });
+  if (fd < 0) throw NetnsError(error);
+  return fd;
 }
 
 TopologySpec star_topology(std::string_view tag, std::size_t nodes, unsigned mtu) {

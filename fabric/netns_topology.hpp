@@ -38,7 +38,22 @@ std::string node_namespace(std::string_view tag, std::size_t node);
 std::string node_interface(std::string_view tag, std::size_t node);
 std::string switch_interface(std::string_view tag, std::size_t node);
 
+// Guest NICs (`ethx up --vms --guest-nics`, docs/softroce.md): VM v's NIC is the tap
+// "ethx-<tag>-t<v>" in the switch namespace; the host's RDMA port (a RoCE engine on the same
+// switch) is the veth "ethx-<tag>-h" in namespace "ethx-<tag>-h", whose switch end is
+// "ethx-<tag>-sh".
+std::string tap_interface(std::string_view tag, std::size_t vm);
+std::string host_port_namespace(std::string_view tag);
+std::string host_port_interface(std::string_view tag);
+std::string host_port_switch_interface(std::string_view tag);
+
 // ---- topology description ----
+
+struct TapDevice {
+  std::string netns;  // created there (persistent, IPv6 off like every interface of the run)
+  std::string name;
+  unsigned mtu = 1500;
+};
 
 struct VethLink {
   std::string namespace_a, interface_a;
@@ -50,10 +65,20 @@ struct TopologySpec {
   std::vector<std::string> namespaces;
   std::vector<VethLink> links;
   unsigned mtu = 1778;  // 1792 B frames (2 KiB chunks - 256 B) minus the 14 B Ethernet header
+  std::vector<TapDevice> taps;
+  // Links whose MTU is not `mtu` (the host RDMA port: the guests' 1500), by interface_a.
+  std::vector<std::pair<std::string, unsigned>> link_mtus;
 };
 
 // `nodes` node namespaces, each joined to the switch namespace by one veth pair.
 TopologySpec star_topology(std::string_view tag, std::size_t nodes, unsigned mtu);
+// Adds the guest NICs of `vms` VMs and the host RDMA port to a star topology (names above).
+void add_guest_nics(TopologySpec& spec, std::size_t vms, unsigned nic_mtu = 1500);
+// Opens the tap `name` of namespace `netns` for a QEMU `-netdev tap,fd=N` (IFF_TAP, no packet
+// information, no virtio header: the guest computes its own checksums). The caller owns the
+// descriptor (close-on-exec set).
+int open_tap(const std::string& netns, const std::string& name);
+
 // Two node namespaces joined directly: node_interface(tag, 0) <-> node_interface(tag, 1).
 TopologySpec pair_topology(std::string_view tag, unsigned mtu);
 

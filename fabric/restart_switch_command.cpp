@@ -12,6 +12,7 @@
 #include "fabric/shm_file.hpp"
 #include "fabric/socket_transport.hpp"
 #include "fabric/switch_launch.hpp"
+#include "fabric/vm_plan.hpp"
 
 namespace ethx {
 namespace {
@@ -62,6 +63,7 @@ int run_restart_switch(const RestartSwitchOptions& options) {
   launch.netns_tag = state->netns_tag;
   launch.stats_path = state->stats_file;
   launch.detached = true;
+  if (state->guest_nics) launch.extra_ports = guest_nic_switch_ports(state->netns_tag, state->vms);
   install_stop_signals(false);
   ReadinessPipe ready;
   ChildProcess::SpawnOptions spawn_options;

@@ -41,7 +41,8 @@ nlohmann::json RunState::to_json() const {
           {"shared_memory", shared_memory},
           {"stats_file", stats_file},
           {"vms", vms},
-          {"gpus_per_vm", gpus_per_vm}};
+          {"gpus_per_vm", gpus_per_vm},
+          {"guest_nics", guest_nics}};
 }
 
 RunState RunState::from_json(const nlohmann::json& value) {
@@ -66,6 +67,7 @@ RunState RunState::from_json(const nlohmann::json& value) {
     state.stats_file = value.at("stats_file").get<std::string>();
     state.vms = value.value("vms", std::size_t{0});
     state.gpus_per_vm = value.value("gpus_per_vm", std::size_t{0});
+    state.guest_nics = value.value("guest_nics", false);
     return state;
   } catch (const nlohmann::json::exception& error) {
     throw std::runtime_error(std::string("run record: ") + error.what());

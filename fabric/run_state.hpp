@@ -41,6 +41,7 @@ struct RunState {
   std::string stats_file;                  // the switch's live counters (JSON)
   std::size_t vms = 0;                     // GPUs 0 .. vms × gpus_per_vm − 1 are in VMs
   std::size_t gpus_per_vm = 0;
+  bool guest_nics = false;  // `--guest-nics`: every VM has a NIC on the switch (softroce.md)
 
   nlohmann::json to_json() const;
   static RunState from_json(const nlohmann::json& value);  // throws std::runtime_error

@@ -38,7 +38,10 @@ class CoreSink final : public FrameSink {
 
 SocketSwitchRuntime::SocketSwitchRuntime(const TopologyConfig& topology,
                                          std::vector<FrameSocket*> ports)
-    : ports_(std::move(ports)), core_(topology.switch_config()), pending_(ports_.size()) {
+    : ports_(std::move(ports)),
+      core_(topology.switch_config(
+          ports_.size() > topology.gpu_count ? ports_.size() - topology.gpu_count : 0)),
+      pending_(ports_.size()) {
   if (ports_.size() != core_.port_count()) {
     throw std::invalid_argument("the switch has " + std::to_string(core_.port_count()) +
                                 " ports but " + std::to_string(ports_.size()) +

@@ -24,7 +24,8 @@ struct SocketSwitchCounters {
 
 class SocketSwitchRuntime {
  public:
-  // Port i of the switch is ports[i] (GPU i's link). The sockets must outlive the runtime.
+  // Port i of the switch is ports[i] (GPU i's link); ports beyond the GPUs are unbound extra
+  // ports (guest NICs, docs/softroce.md). The sockets must outlive the runtime.
   SocketSwitchRuntime(const TopologyConfig& topology, std::vector<FrameSocket*> ports);
   ~SocketSwitchRuntime();
   SocketSwitchRuntime(const SocketSwitchRuntime&) = delete;

@@ -16,6 +16,9 @@ std::vector<std::string> switch_arguments(const SwitchLaunch& launch) {
   if (!launch.config_path.empty()) args.insert(args.end(), {"--config", launch.config_path});
   if (is_socket_transport(launch.transport)) {
     args.insert(args.end(), {"--transport", launch.transport, "--netns-tag", launch.netns_tag});
+    for (const std::string& port : launch.extra_ports) {
+      args.insert(args.end(), {"--extra-port", port});
+    }
   }
   args.insert(args.end(), {"--ready-fd", std::to_string(launch.ready_fd)});
   if (launch.detached) {

@@ -19,6 +19,9 @@ struct SwitchLaunch {
   // restarted switch attaches to the rings of the nodes that keep running.
   bool detached = false;
   int ready_fd = 3;  // the descriptor the readiness pipe has in the child
+  // Unbound AF_PACKET ports after the GPUs' (guest NICs: taps, the host RDMA port), by
+  // interface name in the switch namespace.
+  std::vector<std::string> extra_ports;
 };
 
 // argv for ethx-switch, starting with its path next to this executable.

@@ -356,9 +356,10 @@ EngineConfig TopologyConfig::engine_config(GpuId self) const {
   return engine;
 }
 
-SwitchConfig TopologyConfig::switch_config() const {
+SwitchConfig TopologyConfig::switch_config(std::size_t extra_ports) const {
   SwitchConfig config;
-  config.ports.assign(gpu_count, SwitchPortConfig{link_rate_gbps, switch_egress_queue_bytes});
+  config.ports.assign(gpu_count + extra_ports,
+                      SwitchPortConfig{link_rate_gbps, switch_egress_queue_bytes});
   config.forwarding_latency_ns = switch_forwarding_latency_ns;
   config.learning = switch_learning;
   for (const GpuConfig& gpu : gpus) {

@@ -71,7 +71,9 @@ struct TopologyConfig {
   std::vector<Window> windows() const;
   AddressMap address_map() const;
   EngineConfig engine_config(GpuId self) const;
-  SwitchConfig switch_config() const;
+  // `extra_ports` unbound ports after the GPUs' (guest NICs, the host RDMA port): learned, not
+  // statically routed, no port security, no faults.
+  SwitchConfig switch_config(std::size_t extra_ports = 0) const;
   // Changes the GPU count after parsing (the --gpus flag) and re-validates.
   void resize(std::size_t gpus);
 };

@@ -139,6 +139,12 @@ int run_up(const UpOptions& options) {
   vms.count = options.vms;
   vms.gpus_per_vm = options.gpus_per_vm;
   vms.kernel_args.assign(vms.count, options.vm_append);
+  vms.guest_nics = options.guest_nics;
+  if (options.guest_nics && (vms.count == 0 || !is_socket_transport(transport))) {
+    std::cerr << "ethx up: --guest-nics needs --vms and a socket transport (afxdp or afpacket, as "
+                 "root; the guest NICs are taps joined to the switch)\n";
+    return 2;
+  }
   std::size_t gpus = options.gpus;
   if (vms.count > 0) {
     locate_vm_image(vms);
@@ -181,6 +187,7 @@ int run_up(const UpOptions& options) {
   state.created_unix_s = unix_now_s();
   state.vms = vms.count;
   state.gpus_per_vm = vms.gpus_per_vm;
+  state.guest_nics = vms.guest_nics;
   state.processes.push_back({"up", ::getpid(), process_start_time(::getpid())});
   state.stats_file = directory.path() + "/switch-stats.json";
 
@@ -198,6 +205,13 @@ int run_up(const UpOptions& options) {
       state.namespaces.push_back(netns::node_namespace(state.netns_tag, gpu));
       state.links.push_back(netns::switch_interface(state.netns_tag, gpu));
       state.links.push_back(netns::node_interface(state.netns_tag, gpu));
+    }
+    if (vms.guest_nics) {
+      state.namespaces.push_back(netns::host_port_namespace(state.netns_tag));
+      for (const std::string& port : guest_nic_switch_ports(state.netns_tag, vms.count)) {
+        state.links.push_back(port);
+      }
+      state.links.push_back(netns::host_port_interface(state.netns_tag));
     }
   }
   launch.on_spawn = [&](const std::string& role, pid_t pid) {

@@ -22,6 +22,8 @@ struct UpOptions {
   std::size_t vms = 0;
   std::size_t gpus_per_vm = 4;
   std::string vm_append;  // extra guest kernel command line (e.g. ethx.run=list)
+  // Each VM gets a NIC on the switch and boots the RDMA image (docs/softroce.md).
+  bool guest_nics = false;
 };
 int run_up(const UpOptions& options);
 

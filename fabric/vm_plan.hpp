@@ -17,14 +17,30 @@ struct VmPlan {
   unsigned memory_mib = 256;
   std::vector<std::string> kernel_args;  // extra kernel command line, one entry per VM (or none)
   std::string accel = "tcg";             // "kvm" where a probe boot showed it works (kvm_probe.hpp)
+  // `--guest-nics` (docs/softroce.md): each VM gets a virtio-net NIC on a tap that is a port of
+  // the fabric's switch, and boots the RDMA image (build-guest-image.sh --rdma), which brings
+  // up eth0 with guest_nic_ip(v) and Soft-RoCE (rxe0) before it reports ready.
+  bool guest_nics = false;
 
   std::size_t vm_gpus() const { return count * gpus_per_vm; }
   std::size_t vm_of_gpu(std::size_t gpu) const { return gpu / gpus_per_vm; }
 };
 
+// Guest NIC addressing (198.18.0.0/15 is reserved for benchmarking, RFC 2544; the addresses
+// never leave the fabric's switch namespace).
+inline constexpr const char* kGuestNicPrefix = "198.18.0.";
+inline constexpr unsigned kGuestNicPrefixLength = 24;
+std::string guest_nic_ip(std::size_t vm);   // 198.18.0.<vm + 1>
+std::string guest_nic_mac(std::size_t vm);  // 02:e7:6e:00:00:<vm + 1>
+std::string host_port_ip();                 // 198.18.0.254: a RoCE engine on the host port
+std::string host_port_mac();                // 02:e7:6e:00:00:fe
+// The switch's extra ports of a fabric with guest NICs: the VMs' taps, then the host port.
+std::vector<std::string> guest_nic_switch_ports(const std::string& netns_tag, std::size_t vms);
+
 // Fills qemu, kernel and initrd the way qemu-device/guest/run-vm.sh does: ETHX_QEMU,
 // ETHX_GUEST_KERNEL, ETHX_GUEST_INITRD, else ${ETHX_CACHE:-$HOME/.cache/ethx}/...; throws
-// std::runtime_error naming the script that builds what is missing.
+// std::runtime_error naming the script that builds what is missing. With guest_nics the image
+// is the RDMA variant: ETHX_GUEST_RDMA_KERNEL, ETHX_GUEST_RDMA_INITRD, else .../guest-rdma/.
 void locate_vm_image(VmPlan& plan);
 
 struct VmFabric {
@@ -34,6 +50,8 @@ struct VmFabric {
   std::string config_path;
   std::size_t gpus = 0;
   std::string log_directory;
+  // Guest NICs: the descriptor number under which QEMU inherits VM's tap (-netdev tap,fd=N).
+  int tap_fd = -1;
 };
 
 // The command line of VM `vm` (TCG: KVM on these machines does not boot stock kernels).

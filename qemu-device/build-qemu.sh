@@ -101,6 +101,17 @@ if ! ninja -C "$build" -j "$jobs" qemu-system-x86_64 2>&1 | tee "$cache/build.lo
   die "build failed; the log is $cache/build.log"
 fi
 echo "$stamp" > "$cache/ethx-device.stamp"
-"$build/qemu-system-x86_64" -device help 2>/dev/null | grep -q '"ethx-gpu"' ||
+devices="$("$build/qemu-system-x86_64" -device help 2>/dev/null)"
+grep -q '"ethx-gpu"' <<< "$devices" ||
   die "the built QEMU has no ethx-gpu device (Kconfig hook not applied?)"
+# Guest NICs (ethx up --vms --guest-nics, docs/softroce.md): a tap netdev (always built on
+# Linux, even with --without-default-features) and the NIC models, which the q35 machine's
+# Kconfig pulls in (PCI_DEVICES).
+say "checking the guest NIC pieces: tap netdev, virtio-net-pci, e1000"
+"$build/qemu-system-x86_64" -netdev help 2>/dev/null | grep -qx 'tap' ||
+  die "the built QEMU has no tap netdev; guest NICs need it (configure: --enable-tap or a Linux host)"
+for nic in virtio-net-pci e1000; do
+  grep -q "\"$nic\"" <<< "$devices" ||
+    die "the built QEMU has no $nic device; guest NICs need it (Kconfig: CONFIG_VIRTIO_NET / CONFIG_E1000_PCI)"
+done
 echo "$build/qemu-system-x86_64"

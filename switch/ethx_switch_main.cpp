@@ -45,6 +45,7 @@ struct SwitchOptions {
   int ready_fd = -1;
   bool stop_with_parent = false;
   bool persistent_region = false;
+  std::vector<std::string> extra_ports;  // unbound AF_PACKET ports (guest NICs' taps)
 };
 
 // The fabric's control region, if its creator (ethx bench, ethx up) made one.
@@ -128,9 +129,22 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
                                               ethx::SocketRole::kSwitchPort, receive_frames));
     ports.push_back(sockets.back().get());
   }
+  // The bare forwarder knows only GPU ports; the guest NICs' ports follow them.
+  const std::vector<ethx::FrameSocket*> gpu_ports = ports;
+  if (!options.extra_ports.empty() && !topology.switch_learning) {
+    throw std::invalid_argument(
+        "--extra-port needs switch.learning = true: the guest NICs' MACs are learned");
+  }
+  for (const std::string& interface : options.extra_ports) {
+    // AF_PACKET whatever the GPUs use: a tap (or a veth to the host's RDMA port) carries the
+    // guests' own traffic (ARP, IPv4, RoCEv2), which is not the XDP program's business.
+    sockets.push_back(ethx::open_frame_socket("afpacket", ns, interface,
+                                              ethx::SocketRole::kSwitchPort, receive_frames));
+    ports.push_back(sockets.back().get());
+  }
 
   ethx::SocketSwitchRuntime runtime(topology, ports);
-  ethx::BareForwarder forwarder(topology, ports);
+  ethx::BareForwarder forwarder(topology, gpu_ports);
   auto snapshot = [&](bool refresh_kernel) {
     nlohmann::json stats = ethx::switch_stats_json(runtime.core());
     stats["sockets"] = socket_counters_json(sockets, refresh_kernel);
@@ -219,8 +233,11 @@ int run(int argc, char** argv) {
                           "shm (default) | afxdp | afpacket")(
       "netns-tag", po::value(&options.netns_tag),
       "socket transports: the run's tag; port i is veth ethx-<tag>-s<i> in namespace "
-      "ethx-<tag>-sw")("ready-fd", po::value(&options.ready_fd),
-                       "write \"ready\" to this inherited descriptor once forwarding");
+      "ethx-<tag>-sw")("extra-port", po::value(&options.extra_ports)->composing(),
+                       "socket transports: one more, unbound, AF_PACKET port on this interface "
+                       "of the switch namespace (a guest NIC's tap); repeatable")(
+      "ready-fd", po::value(&options.ready_fd),
+      "write \"ready\" to this inherited descriptor once forwarding");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, description), vm);
   if (vm.count("help")) {
@@ -235,6 +252,11 @@ int run(int argc, char** argv) {
   if (!ethx::valid_transport(options.transport)) {
     throw std::invalid_argument("--transport " + options.transport +
                                 ": use shm, afxdp or afpacket");
+  }
+  if (!options.extra_ports.empty() && !ethx::is_socket_transport(options.transport)) {
+    throw std::invalid_argument(
+        "--extra-port needs --transport afxdp or afpacket (the extra "
+        "ports are AF_PACKET sockets in the switch namespace)");
   }
   return ethx::is_socket_transport(options.transport)
              ? run_on_sockets(options, topology, parent_pid)

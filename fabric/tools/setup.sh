@@ -49,6 +49,8 @@ build_vm_prerequisites() {
   "$repo/qemu-device/build-qemu.sh" >/dev/null
   say "guest kernel and initramfs (qemu-device/guest/build-guest-image.sh)"
   "$repo/qemu-device/guest/build-guest-image.sh" --tools "$repo/build/bin" >/dev/null
+  say "RDMA guest image: Soft-RoCE, perftest (build-guest-image.sh --rdma; docs/softroce.md)"
+  "$repo/qemu-device/guest/build-guest-image.sh" --rdma --tools "$repo/build/bin" >/dev/null
 }
 
 case "$mode" in

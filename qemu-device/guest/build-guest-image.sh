@@ -8,6 +8,11 @@
 #                                                          of stdout are vmlinux and initramfs
 #   qemu-device/guest/build-guest-image.sh --print-paths   only print them (fails if not built)
 #   qemu-device/guest/build-guest-image.sh --clean ...     remove the cached image first
+#   qemu-device/guest/build-guest-image.sh --rdma ...      the RDMA variant (docs/softroce.md):
+#       the same image plus Soft-RoCE modules, rdma-core's libibverbs with the rxe provider,
+#       iproute2's `rdma`, perftest, ethx-rxe-peer and ethx-rdma, with their shared libraries
+#       and the dynamic loader, cached in ${ETHX_CACHE:-$HOME/.cache/ethx}/guest-rdma/
+#       ($ETHX_GUEST_VARIANT=rdma does the same)
 #
 # --tools DIR: where the static guest tools are (default: $ETHX_GUEST_TOOLS_DIR or build/bin).
 # $ETHX_GUEST_MODULES: the kernel modules (with their dependencies) put into the image.
@@ -17,12 +22,29 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-cache="${ETHX_CACHE:-$HOME/.cache/ethx}/guest"
+variant="${ETHX_GUEST_VARIANT:-}"
+for arg in "$@"; do [ "$arg" = "--rdma" ] && variant=rdma; done
+case "$variant" in
+  "") cache="${ETHX_CACHE:-$HOME/.cache/ethx}/guest" ;;
+  rdma) cache="${ETHX_CACHE:-$HOME/.cache/ethx}/guest-rdma" ;;
+  *) echo "qemu-device/guest/build-guest-image.sh: ETHX_GUEST_VARIANT=$variant: use rdma or nothing" >&2; exit 1 ;;
+esac
 tools_dir="${ETHX_GUEST_TOOLS_DIR:-$repo/build/bin}"
 guest_tools=(ethx-guest)
 # NICs for the next stages and Soft-RoCE (crc32_generic: rdma_rxe needs it, modinfo does not
 # say so); together about 0.6 MB of the compressed initramfs.
 modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic}"
+# The RDMA variant also needs rdma_ucm (librdmacm, perftest -R) and the UDP tunnels rdma_rxe
+# loads through; udp_tunnel and ip6_udp_tunnel come in as rdma_rxe's dependencies.
+[ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic}"
+# Debian packages whose files the RDMA variant carries (downloaded, unpacked, never installed).
+rdma_packages=(perftest ibverbs-providers libibverbs1 libibverbs-dev librdmacm1 libnl-3-200
+               libnl-route-3-200 libpci3 iproute2 libmnl0 libbsd0 libmd0 libcap2 libc6
+               ibverbs-utils libibumad3 zlib1g libudev1)
+# What of them goes into the image (paths inside the packages); libraries follow by closure.
+rdma_files=(usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_write_bw usr/bin/ib_read_bw
+            usr/bin/ib_send_lat usr/bin/ibv_devinfo usr/bin/rdma
+            usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so etc/libibverbs.d/rxe.driver)
 vmlinux="$cache/vmlinux"
 initramfs="$cache/initramfs.cpio.gz"
 
@@ -35,6 +57,7 @@ while [ $# -gt 0 ]; do
     --tools) [ $# -ge 2 ] || die "--tools needs a directory"; tools_dir="$2"; shift 2 ;;
     --print-paths) print_only=1; shift ;;
     --clean) say "removing $cache"; rm -rf "$cache"; shift ;;
+    --rdma) shift ;;
     *) die "unknown argument '$1' (see the comment at the top of the script)" ;;
   esac
 done
@@ -48,6 +71,7 @@ fi
 
 # Host tools, checked by package so a missing one fails here with its name.
 needed=(busybox-static cpio python3 binutils gzip dpkg apt)
+[ "$variant" = rdma ] && needed+=(gcc libc6-dev)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -87,6 +111,12 @@ kdir="$cache/$kpkg"
 mkdir -p "$kdir"
 shopt -s nullglob
 debs=("$kdir/${kpkg}"_*.deb)
+base_debs=("${ETHX_CACHE:-$HOME/.cache/ethx}/guest/$kpkg/${kpkg}"_*.deb)
+if [ "${#debs[@]}" -eq 0 ] && [ "$variant" = rdma ] && [ "${#base_debs[@]}" -gt 0 ]; then
+  say "taking $kpkg from the base image's cache"
+  cp "${base_debs[@]}" "$kdir/"
+  debs=("$kdir/${kpkg}"_*.deb)
+fi
 if [ "${#debs[@]}" -eq 0 ]; then
   say "downloading $kpkg (about 70 MB; kept in $kdir)"
   # Sandbox::User=root: the cache may be root-owned; apt still verifies the package's hash.
@@ -113,11 +143,43 @@ if [ ! -f "$kdir/modules/chosen" ] || [ "$(cat "$kdir/modules/chosen")" != "$mod
 fi
 ln -sfn "$kpkg/vmlinux" "$vmlinux"
 
+# --- RDMA variant: Debian's RDMA user space, unpacked (never installed), and ethx-rxe-peer ---
+rdma_inputs=""
+if [ "$variant" = rdma ]; then
+  debdir="$cache/rdma-debs"
+  rootdir="$cache/rdma-root"
+  mkdir -p "$debdir"
+  if [ "$(cat "$debdir/packages" 2>/dev/null)" != "${rdma_packages[*]}" ] || [ ! -d "$rootdir" ]; then
+    say "downloading the RDMA user space: ${rdma_packages[*]}"
+    rm -f "$debdir"/*.deb "$debdir/packages"
+    (cd "$debdir" && apt-get download -qq -o APT::Sandbox::User=root "${rdma_packages[@]}") ||
+      die "apt-get download of ${rdma_packages[*]} failed (apt-get update first?)"
+    rm -rf "$rootdir"; mkdir -p "$rootdir"
+    for deb in "$debdir"/*.deb; do dpkg-deb -x "$deb" "$rootdir"; done
+    echo "${rdma_packages[*]}" > "$debdir/packages"
+  fi
+  peer="$cache/ethx-rxe-peer"
+  peer_hash="$(sha256sum < "$here/rxe_peer.c" | cut -d' ' -f1)"
+  if [ ! -x "$peer" ] || [ "$(cat "$peer.source" 2>/dev/null)" != "$peer_hash" ]; then
+    say "compiling ethx-rxe-peer against the packaged libibverbs"
+    gcc -O2 -Wall -Wextra -Werror -std=gnu11 -I "$rootdir/usr/include" -o "$peer" \
+        "$here/rxe_peer.c" -L "$rootdir/usr/lib/x86_64-linux-gnu" -l:libibverbs.so.1 \
+        -Wl,-rpath-link,"$rootdir/usr/lib/x86_64-linux-gnu" ||
+      die "compiling $here/rxe_peer.c failed"
+    echo "$peer_hash" > "$peer.source"
+  fi
+  rdma_inputs="$(for f in "$here/rdma-payload.py" "$here/ethx-rdma" "$peer"; do
+                   echo "$(sha256sum < "$f" | cut -d' ' -f1) $(basename "$f")"; done
+                 (cd "$debdir" && ls ./*.deb)
+                 echo "${rdma_files[*]}")"
+fi
+
 # --- initramfs: rebuilt only when an input changed ---
 # Contents only, so that the same tools reached through another path change nothing.
 inputs="$(for f in "$here/init" "$here/build-guest-image.sh" "$busybox" "${guest_tools[@]/#/$tools_dir/}"; do
             echo "$(sha256sum < "$f" | cut -d' ' -f1) $(basename "$f")"; done
-          echo "$kpkg $modules")"
+          echo "$kpkg $modules"
+          echo "$rdma_inputs")"
 if [ -f "$initramfs" ] && [ "$(cat "$cache/initramfs.inputs" 2>/dev/null)" = "$inputs" ]; then
   say "initramfs up to date"
 else
@@ -134,6 +196,14 @@ else
     strip -o "$staging/usr/bin/$tool" "$tools_dir/$tool"  # symbols stay in the build tree
   done
   [ -d "$kdir/modules/lib/modules" ] && cp -a "$kdir/modules/lib/modules" "$staging/lib/"
+  if [ "$variant" = rdma ]; then
+    python3 "$here/rdma-payload.py" "$rootdir" "$staging" "${rdma_files[@]}" \
+      "$peer=usr/bin/ethx-rxe-peer" > "$cache/rdma-payload.list" ||
+      die "collecting the RDMA user space failed"
+    install -m 0755 "$here/ethx-rdma" "$staging/usr/bin/ethx-rdma"
+    strip "$staging/usr/bin/ethx-rxe-peer"
+    say "RDMA payload: $(wc -l < "$cache/rdma-payload.list") files; unpacked image $(du -sh "$staging" | cut -f1)"
+  fi
   (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort |
      cpio -o -H newc -R 0:0 --quiet | gzip -9 > "$initramfs.tmp")
   mv "$initramfs.tmp" "$initramfs"
