@@ -192,12 +192,17 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
   }
   impl_->node = std::make_unique<NodeRuntime>(topology_, self_, hbm(), *impl_->port);
   impl_->written_since_flush.assign(topology_.gpu_count, false);
+  // Everything that can throw comes before the service thread starts: an exception with a
+  // joinable std::thread alive would end in std::terminate (an abort of QEMU) instead of the
+  // clean error the C API reports.
+  if (shm::SharedMemoryFile::exists(control_region_name(options.fabric))) {
+    impl_->control.emplace(ControlRegion::attach(control_region_name(options.fabric)));
+  }
   service_ = std::thread([this] { serve(); });
   // Tell whoever started the fabric (`ethx up --vms`) that this GPU serves now, as ethx-node
   // does. Mailbox commands are not served: a VM's GPUs are driven from inside the guest.
-  if (shm::SharedMemoryFile::exists(control_region_name(options.fabric))) {
-    impl_->control.emplace(ControlRegion::attach(control_region_name(options.fabric)));
-    if (self_ < impl_->control->node_count()) impl_->control->node(self_).pid.store(::getpid());
+  if (impl_->control && self_ < impl_->control->node_count()) {
+    impl_->control->node(self_).pid.store(::getpid());
   }
   if (!options.ready_when_told) report_ready();
 }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/control_region.hpp"
 #include "fabric/fabric_names.hpp"
 #include "fabric/gpu_device.hpp"
 #include "fabric/shm_fabric_region.hpp"
@@ -191,6 +192,25 @@ TEST_F(GpuDeviceTest, CopyEngineMovesAMebibyteBetweenOtherGpusAndReportsErrors) 
   EXPECT_EQ(error.status, DeviceStatus::kTimeout);
   EXPECT_GE(error.fault_addr, window(3, 0));
   EXPECT_LT(error.fault_addr, window(3, 64 << 10));
+}
+
+}  // namespace
+}  // namespace ethx
+
+namespace ethx {
+namespace {
+
+// A control region the device cannot use (another build's layout) is a clean error from the
+// constructor, not std::terminate from a service thread already running: QEMU must be able to
+// report it and exit instead of aborting.
+TEST_F(GpuDeviceTest, AControlRegionOfAnotherVersionIsACleanErrorNotAnAbort) {
+  ControlRegion control = ControlRegion::create(control_region_name(fabric_), kGpus);
+  control.header().version = 0xBAD;
+  GpuDeviceOptions options;
+  options.fabric = fabric_;
+  options.gpu = 3;
+  options.config_path = config_path_.string();
+  EXPECT_THROW(GpuDevice device(options), std::exception);
 }
 
 }  // namespace
