@@ -87,7 +87,11 @@ TEST(CompareCli, QuickReportHasThreeSystemsAndPlots) {
   EXPECT_NE(report.find("## Header bytes and wire efficiency"), std::string::npos);
   EXPECT_NE(report.find("## Modelled hardware"), std::string::npos);
   EXPECT_NE(report.find("## Conclusions"), std::string::npos);
-  EXPECT_NE(report.find("unavailable: Soft-RoCE suite not built in"), std::string::npos);
+  // Soft-RoCE is measured where VMs can run (root, QEMU and the RDMA image built, as in CI);
+  // elsewhere the report names why it is missing instead of failing.
+  const bool softroce_measured = report.find("| soft-roce | write |") != std::string::npos;
+  const bool softroce_unavailable = report.find("unavailable: ") != std::string::npos;
+  EXPECT_TRUE(softroce_measured || softroce_unavailable) << report;
   int images = 0;
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
     const std::string ext = entry.path().extension().string();
