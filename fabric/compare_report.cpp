@@ -351,16 +351,20 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
     for (const auto& [ours_op, their_op, what] :
          std::vector<std::tuple<const char*, const char*, const char*>>{
              {"store", "write", "posted 8 B stores"}, {"copy", "read", "the copy engine"}}) {
-      const auto ours_size = largest(*vm_ls, ours_op);
-      if (!ours_size) continue;
-      // The same size when Soft-RoCE measured it, else its largest.
-      std::optional<std::uint64_t> their_size;
-      if (find_bandwidth(*soft, their_op, *ours_size)) {
-        their_size = *ours_size;
-      } else {
+      // The largest size both measured; else each side's largest (both sizes are named).
+      std::optional<std::uint64_t> ours_size, their_size;
+      for (const json& row : (*vm_ls)["bandwidth_gbps"]) {
+        const auto bytes = row.value("bytes", std::uint64_t{0});
+        if (row.value("op", std::string()) == ours_op && find_bandwidth(*soft, their_op, bytes) &&
+            (!ours_size || bytes > *ours_size)) {
+          ours_size = their_size = bytes;
+        }
+      }
+      if (!ours_size) {
+        ours_size = largest(*vm_ls, ours_op);
         their_size = largest(*soft, their_op);
       }
-      if (!their_size) continue;
+      if (!ours_size || !their_size) continue;
       const double ours = *find_bandwidth(*vm_ls, ours_op, *ours_size);
       const double theirs = *find_bandwidth(*soft, their_op, *their_size);
       out.push_back("In the same 2 VMs, " + std::string(what) + " moved " + sig3(ours) +
