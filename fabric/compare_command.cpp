@@ -86,6 +86,11 @@ int run_compare(const CompareOptions& options) {
   progress("Soft-RoCE section");
   if (std::optional<json> softroce = softroce_results(options)) {
     systems.push_back(*softroce);
+    // The load/store benches run in the same two VMs: the column to hold Soft-RoCE against.
+    const json& details = softroce->value("details", json::object());
+    if (details.is_object() && details.contains("same_vms_load_store")) {
+      systems.push_back(details["same_vms_load_store"]);
+    }
   } else {
     systems.push_back(unavailable_system(kSystemSoftRoce, transport, "no result from the hook"));
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "fabric/compare_systems.hpp"
 #include "fabric/compare_wire.hpp"
@@ -266,7 +267,10 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
   // largest common size.
   if (ls != nullptr) {
     for (const json& other : inputs.systems) {
-      if (!available(other) || name_of(other) == kSystemLoadStore) continue;
+      if (!available(other) || name_of(other) == kSystemLoadStore ||
+          name_of(other) == kSystemLoadStoreVm) {
+        continue;
+      }
       for (const char* op : {"write", "read"}) {
         std::vector<std::uint64_t> common;
         for (const json& row : other["latency_us"]) {
@@ -294,7 +298,10 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
   // Bandwidth at the largest size both measured.
   if (ls != nullptr) {
     for (const json& other : inputs.systems) {
-      if (!available(other) || name_of(other) == kSystemLoadStore) continue;
+      if (!available(other) || name_of(other) == kSystemLoadStore ||
+          name_of(other) == kSystemLoadStoreVm) {
+        continue;
+      }
       for (const char* op : {"write", "read"}) {
         std::optional<std::uint64_t> largest;
         for (const json& row : other["bandwidth_gbps"]) {
@@ -313,6 +320,57 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
                       " " + op + " (" + ratio_words("load/store", ours, theirs, "lower", "higher") +
                       ") in this emulator.");
       }
+    }
+  }
+  // Soft-RoCE against load/store in the same two VMs: the like-for-like pair (both pay the
+  // guest, TCG and QEMU; see docs/compare.md).
+  const json* vm_ls = find_system(inputs, kSystemLoadStoreVm);
+  const json* soft = find_system(inputs, kSystemSoftRoce);
+  if (vm_ls != nullptr && soft != nullptr) {
+    const std::string who = "same-VM load/store";
+    if (const auto load = find_latency(*vm_ls, "load", 8)) {
+      for (const char* op : {"read", "write"}) {
+        const auto theirs = find_latency(*soft, op, 8);
+        if (!theirs) continue;
+        out.push_back("In the same 2 VMs, an 8 B load through the ethx-gpu window took " +
+                      sig3(load->p50_us) + " µs p50 (p99 " + sig3(load->p99_us) + ") vs " +
+                      sig3(theirs->p50_us) + " µs (p99 " + sig3(theirs->p99_us) +
+                      ") for a Soft-RoCE 8 B " + op + " (" +
+                      ratio_words(who, load->p50_us, theirs->p50_us, "lower", "higher") + ").");
+      }
+    }
+    // Bandwidth: each side's largest measured transfer (the sizes are named: they differ).
+    const auto largest = [](const json& system, const char* op) -> std::optional<std::uint64_t> {
+      std::optional<std::uint64_t> found;
+      for (const json& row : system["bandwidth_gbps"]) {
+        const auto bytes = row.value("bytes", std::uint64_t{0});
+        if (row.value("op", std::string()) == op && (!found || bytes > *found)) found = bytes;
+      }
+      return found;
+    };
+    for (const auto& [ours_op, their_op, what] :
+         std::vector<std::tuple<const char*, const char*, const char*>>{
+             {"store", "write", "posted 8 B stores"}, {"copy", "read", "the copy engine"}}) {
+      // The largest size both measured; else each side's largest (both sizes are named).
+      std::optional<std::uint64_t> ours_size, their_size;
+      for (const json& row : (*vm_ls)["bandwidth_gbps"]) {
+        const auto bytes = row.value("bytes", std::uint64_t{0});
+        if (row.value("op", std::string()) == ours_op && find_bandwidth(*soft, their_op, bytes) &&
+            (!ours_size || bytes > *ours_size)) {
+          ours_size = their_size = bytes;
+        }
+      }
+      if (!ours_size) {
+        ours_size = largest(*vm_ls, ours_op);
+        their_size = largest(*soft, their_op);
+      }
+      if (!ours_size || !their_size) continue;
+      const double ours = *find_bandwidth(*vm_ls, ours_op, *ours_size);
+      const double theirs = *find_bandwidth(*soft, their_op, *their_size);
+      out.push_back("In the same 2 VMs, " + std::string(what) + " moved " + sig3(ours) +
+                    " Gbit/s (" + size_label(*ours_size) + ") vs " + sig3(theirs) +
+                    " Gbit/s for Soft-RoCE " + their_op + " (" + size_label(*their_size) + ") (" +
+                    ratio_words(who, ours, theirs, "lower", "higher") + ").");
     }
   }
   // Wire efficiency, from the encoders.

@@ -1,6 +1,8 @@
 // The Soft-RoCE section of `ethx compare`: two VMs with rdma_rxe on the same switch, perftest
 // between them (softroce_suite.hpp). The suite itself says when it cannot run here (no root,
-// no QEMU or RDMA image) with "available": false and a reason, which the report shows.
+// no QEMU or RDMA image) with "available": false and a reason, which the report shows. Its
+// details.same_vms_load_store (`ethx-guest bench` in the same two VMs) is pushed by
+// run_compare as the next system.
 #include "fabric/compare_options.hpp"
 #include "fabric/softroce_suite.hpp"
 

@@ -19,6 +19,8 @@ namespace ethx {
 inline constexpr const char* kSystemLoadStore = "ethx-load-store";
 inline constexpr const char* kSystemRoceEngine = "ethx-roce-engine";
 inline constexpr const char* kSystemSoftRoce = "soft-roce";
+// `ethx-guest bench` in the Soft-RoCE suite's two VMs (details.same_vms_load_store).
+inline constexpr const char* kSystemLoadStoreVm = "ethx-load-store-vm";
 
 // Loads (latency by size), posted stores and reads (bandwidth by size), the 8 B posted-store
 // rate and the all-to-all, GPU 0 -> GPU 1, at the sizes of `plan` (the same as the RoCE

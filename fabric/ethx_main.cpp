@@ -341,6 +341,22 @@ int softroce(int argc, char** argv) {
     for (const auto& note : report["notes"])
       std::cout << "note: " << note.get<std::string>() << "\n";
     std::cout << "verified: " << (report["verified"].get<bool>() ? "yes" : "NO") << "\n";
+    // The load/store benches of the same two VMs (details.same_vms_load_store).
+    const nlohmann::json details = report.value("details", nlohmann::json::object());
+    if (details.contains("same_vms_load_store")) {
+      const nlohmann::json& same = details["same_vms_load_store"];
+      if (!same.value("available", false)) {
+        std::cout << "same-VM load/store: not available: " << same.value("reason", std::string())
+                  << "\n";
+      } else {
+        for (const auto& row : same["latency_us"])
+          std::cout << "same-VM load/store latency   " << row.dump() << "\n";
+        for (const auto& row : same["bandwidth_gbps"])
+          std::cout << "same-VM load/store bandwidth " << row.dump() << "\n";
+        std::cout << "same-VM load/store verified: "
+                  << (same.value("verified", false) ? "yes" : "NO") << "\n";
+      }
+    }
   }
   if (!report["available"].get<bool>()) return 3;
   return report["verified"].get<bool>() ? 0 : 1;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -93,6 +94,86 @@ json parse_perftest_output(const std::string& output, std::uint64_t bytes) {
     }
   }
   return nullptr;
+}
+
+json load_store_vm_system(const json& forward, const json& reverse, const std::string& transport,
+                          const std::string& accel, const std::string& error) {
+  json system = {{"system", "ethx-load-store-vm"},
+                 {"transport",
+                  "ethx-gpu window (MMIO) in VM 0 -> VM 1's GPU over the ethx "
+                  "switch (" +
+                      transport + ")"},
+                 {"available", true},
+                 {"reason", ""},
+                 {"latency_us", json::array()},
+                 {"bandwidth_gbps", json::array()},
+                 {"message_rate_mops", json::array()},
+                 {"verified", false},
+                 {"notes", json::array()},
+                 {"details", {{"forward", forward}, {"reverse", reverse}}}};
+  const auto at = [](const json& value, std::initializer_list<const char*> path) -> double {
+    const json* node = &value;
+    for (const char* key : path) {
+      if (!node->is_object() || !node->contains(key)) return 0.0;
+      node = &(*node)[key];
+    }
+    return node->is_number() ? node->get<double>() : 0.0;
+  };
+  if (!forward.is_object() || !forward.contains("latency")) {
+    system["available"] = false;
+    system["reason"] = "ethx-guest bench in VM 0 gave no result" +
+                       (error.empty() ? std::string() : ": " + error.substr(0, 400));
+    return system;
+  }
+  const auto clean = [](const json& run) {
+    return run.is_object() && run.value("mismatches", std::uint64_t{1}) == 0 &&
+           run.value("errors", std::uint64_t{1}) == 0 && run.value("verified_ops", 0) > 0;
+  };
+  const double p50 = at(forward, {"latency", "window_load", "p50_ns"}) / 1000.0;
+  const double p99 = at(forward, {"latency", "window_load", "p99_ns"}) / 1000.0;
+  if (p50 > 0) {
+    system["latency_us"].push_back({{"op", "load"}, {"bytes", 8}, {"p50", p50}, {"p99", p99}});
+  }
+  const double store_gbps = at(forward, {"store", "gbps"});
+  const auto store_bytes = static_cast<std::uint64_t>(at(forward, {"store", "bytes"}));
+  if (store_gbps > 0) {
+    system["bandwidth_gbps"].push_back(
+        {{"op", "store"}, {"bytes", store_bytes}, {"gbps", store_gbps}});
+    // 8-byte posted stores, one per access: their rate is the store message rate.
+    system["message_rate_mops"].push_back(
+        {{"op", "store"}, {"bytes", 8}, {"batch", 1}, {"mops", store_gbps / 64.0 * 1000.0}});
+  }
+  for (const json& copy : forward.value("copy", json::array())) {
+    if (copy.value("done", false) && copy.value("gbps", 0.0) > 0) {
+      system["bandwidth_gbps"].push_back({{"op", "copy"},
+                                          {"bytes", copy.value("bytes", std::uint64_t{0})},
+                                          {"gbps", copy.value("gbps", 0.0)}});
+    }
+  }
+  const bool reverse_ok = reverse.is_null() || clean(reverse);
+  system["verified"] = clean(forward) && reverse_ok && p50 > 0 && error.empty();
+  json& notes = system["notes"];
+  notes.push_back("in the same 2 VMs as Soft-RoCE, " +
+                  (accel == "tcg"   ? std::string("TCG")
+                   : accel == "kvm" ? std::string("KVM")
+                                    : accel) +
+                  ", MMIO trap per access: `ethx-guest bench --quick`-sized runs, VM 0's GPU "
+                  "against VM 1's (the direction of perftest's client -> server)");
+  notes.push_back("load: 8 B window loads (the guest bench has no other load size); store: " +
+                  std::to_string(store_bytes / 1024) +
+                  " KiB of 8 B posted stores, completed by a load of the last word; copy: the "
+                  "copy engine pulling VM 1's GPU memory into VM 0's");
+  notes.push_back("MMIO trap (BAR 0 read) p50 in VM 0: " +
+                  std::to_string(at(forward, {"mmio_trap_ns"}) / 1000.0).substr(0, 6) + " µs");
+  if (reverse.is_object() && reverse.contains("latency")) {
+    notes.push_back(
+        "reverse (VM 1 -> VM 0): 8 B load p50 " +
+        std::to_string(at(reverse, {"latency", "window_load", "p50_ns"}) / 1000.0).substr(0, 6) +
+        " µs, store " + std::to_string(at(reverse, {"store", "gbps"})).substr(0, 6) + " Gbit/s" +
+        (clean(reverse) ? "" : " (NOT verified)"));
+  }
+  if (!error.empty()) notes.push_back("FAILED: " + error.substr(0, 400));
+  return system;
 }
 
 namespace {
@@ -220,6 +301,37 @@ json run_suite(const SoftRoceOptions& options) {
                   (ping.exit_status == 0 ? ping.output.substr(0, ping.output.find('\n'))
                                          : "FAILED: " + ping.output));
   if (ping.exit_status != 0) all_ok = false;
+
+  // ---- load/store in the same VMs: ethx-guest bench, one VM at a time, VM 0's GPU against
+  // VM 1's first (the figures), then the reverse; quick-sized (pinned) so TCG keeps it short.
+  {
+    const std::size_t per_vm = attached ? std::max<std::size_t>(state->gpus_per_vm, 1) : 1;
+    json bench_runs[2];
+    std::string bench_error;
+    for (int vm = 0; vm < 2; ++vm) {
+      if (g_stop_requested.load()) throw Interrupted();
+      const std::size_t gpu = static_cast<std::size_t>(vm) * per_vm;
+      const std::size_t peer = static_cast<std::size_t>(1 - vm) * per_vm;
+      const std::string command =
+          "bench --gpu " + std::to_string(gpu) + " --peer " + std::to_string(peer) + " --quick";
+      say("same-VM load/store: VM " + std::to_string(vm) + ": ethx-guest " + command);
+      try {
+        const GuestBlock block = agents[vm]->run(command, kAgentTimeoutMs);
+        bench_runs[vm] = guest_json(block.output);
+        if (block.exit_status != 0 || bench_runs[vm].is_null()) {
+          bench_error += (bench_error.empty() ? "" : "; ") + std::string("VM ") +
+                         std::to_string(vm) + ": `ethx-guest " + command + "` exited " +
+                         std::to_string(block.exit_status) + ": " + block.output.substr(0, 300);
+        }
+      } catch (const std::exception& error) {
+        bench_error += (bench_error.empty() ? "" : "; ") + std::string("VM ") + std::to_string(vm) +
+                       ": " + error.what();
+      }
+    }
+    report["details"]["same_vms_load_store"] = load_store_vm_system(
+        bench_runs[0], bench_runs[1], transport,
+        attached ? std::string("the running VMs' accelerator") : plan.accel, bench_error);
+  }
 
   // ---- perftest: server in VM 1, client in VM 0, pinned sizes and iteration counts ----
   std::vector<Run> plan_runs;

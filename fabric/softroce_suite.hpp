@@ -31,9 +31,21 @@ struct SoftRoceOptions {
 //    "latency_us": [{"op", "bytes", "p50", "p99"}], "bandwidth_gbps": [{"op", "bytes", "gbps"}],
 //    "message_rate_mops": [{"op", "bytes", "batch", "mops"}], "verified", "notes": [...],
 //    "details": {"interop": {...}, "runs": [{...every perftest run: command, parsed table...}],
-//                "guests", "guests_after_perftest", "elapsed_s"}}
+//                "guests", "guests_after_perftest", "elapsed_s",
+//                "same_vms_load_store": {...}}}
 // ("details" is the only key beyond the schema `ethx compare` reads.)
+// details.same_vms_load_store is a second system object of the same schema,
+// "system": "ethx-load-store-vm": `ethx-guest bench` in the same two VMs, VM 0's GPU loading
+// from and storing to VM 1's GPU through its window (and the reverse, in its details).
 nlohmann::json run_softroce_suite(const SoftRoceOptions& options);
+
+// The same-VM load/store system from `ethx-guest bench --json` results: `forward` from VM 0's
+// GPU against VM 1's (the figures), `reverse` the other way (its details; null when not run).
+// `error` names a bench that failed to run. Ops: "load" latency (µs), "store" and "copy"
+// bandwidth (Gbit/s); verified only when every bench reported 0 mismatches and 0 errors.
+nlohmann::json load_store_vm_system(const nlohmann::json& forward, const nlohmann::json& reverse,
+                                    const std::string& transport, const std::string& accel,
+                                    const std::string& error);
 
 // perftest's result table, parsed: the row whose first column is `bytes`. Latency tests:
 // {"bytes","iterations","t_min","t_max","t_typical","t_avg","t_stdev","p99","p99_9"} (µs);

@@ -6,7 +6,8 @@
 //   - ib_write_lat with a small -n between the VMs completes and reports a latency;
 //   - ethx's RoCEv2 engine on the switch's host port completes an RDMA WRITE and an RDMA READ
 //     against rdma_rxe in VM 0, data verified by the engine and by the guest;
-//   - run_softroce_suite(--quick) on that fabric returns the schema `ethx compare` reads;
+//   - run_softroce_suite(--quick) on that fabric returns the schema `ethx compare` reads, with
+//     the load/store benches of the same two VMs as a second, verified system object;
 //   - `ethx down` removes the taps and namespaces it made.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -206,6 +207,24 @@ TEST_F(SoftRoce, QuickSuiteOnTheRunningFabricHasTheCompareSchema) {
   EXPECT_TRUE(report["verified"].get<bool>()) << report.dump(2);
   EXPECT_TRUE(report["details"]["interop"]["verified"].get<bool>())
       << report["details"]["interop"].dump(2);
+  // Load/store in the same two VMs: a second system object of the same schema, verified.
+  ASSERT_TRUE(report["details"].contains("same_vms_load_store")) << report["details"].dump(2);
+  const json& same = report["details"]["same_vms_load_store"];
+  EXPECT_EQ(same["system"], "ethx-load-store-vm");
+  ASSERT_TRUE(same["available"].get<bool>()) << same.dump(2);
+  EXPECT_TRUE(same["verified"].get<bool>()) << same.dump(2);
+  ASSERT_FALSE(same["latency_us"].empty()) << same.dump(2);
+  EXPECT_EQ(same["latency_us"][0]["op"], "load");
+  EXPECT_EQ(same["latency_us"][0]["bytes"], 8);
+  EXPECT_GT(same["latency_us"][0]["p50"].get<double>(), 0.0);
+  EXPECT_GE(same["latency_us"][0]["p99"].get<double>(), same["latency_us"][0]["p50"].get<double>());
+  ASSERT_FALSE(same["bandwidth_gbps"].empty()) << same.dump(2);
+  EXPECT_EQ(same["bandwidth_gbps"][0]["op"], "store");
+  for (const json& row : same["bandwidth_gbps"]) EXPECT_GT(row["gbps"].get<double>(), 0.0);
+  // Both directions ran and checked their data.
+  EXPECT_EQ(same["details"]["forward"]["mismatches"], 0) << same.dump(2);
+  EXPECT_EQ(same["details"]["reverse"]["mismatches"], 0) << same.dump(2);
+  EXPECT_EQ(same["details"]["reverse"]["errors"], 0) << same.dump(2);
   // Exactly the schema's keys, and "details" for everything else.
   for (const auto& [key, value] : report.items()) {
     EXPECT_TRUE(key == "system" || key == "transport" || key == "available" || key == "reason" ||

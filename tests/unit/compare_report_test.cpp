@@ -13,6 +13,7 @@
 #include "fabric/compare_wire.hpp"
 #include "fabric/roce_addressing.hpp"
 #include "fabric/roce_host.hpp"
+#include "fabric/softroce_suite.hpp"
 #include "fabric/topology_config.hpp"
 #include "packet-engine/roce_wire.hpp"
 #include "packet-engine/wire.hpp"
@@ -181,6 +182,91 @@ TEST(CompareReport, AnAvailableSoftRoceJoinsTablesAndConclusions) {
   EXPECT_TRUE(contains(report, "soft-roce write |")) << report;
   EXPECT_TRUE(contains(report, "1.50 µs vs 30.0 µs for soft-roce write (load/store 20.0× lower)"))
       << report;
+}
+
+// `ethx-guest bench --json` output as the guest tool writes it (guest_bench.cpp), trimmed to
+// the keys the same-VM system reads.
+json guest_bench_result(std::uint64_t mismatches) {
+  return json{{"latency", {{"window_load", {{"p50_ns", 200000}, {"p99_ns", 400000}}}}},
+              {"mmio_trap_ns", 50000},
+              {"store", {{"bytes", 262144}, {"ns", 104857600}, {"gbps", 0.02}}},
+              {"copy", json::array({{{"bytes", 4096}, {"gbps", 0.005}, {"done", true}},
+                                    {{"bytes", 65536}, {"gbps", 0.01}, {"done", true}},
+                                    {{"bytes", 1048576}, {"gbps", 0.5}, {"done", true}}})},
+              {"verified_ops", 1000},
+              {"mismatches", mismatches},
+              {"errors", 0}};
+}
+
+TEST(CompareLoadStoreVm, GuestBenchBecomesASystemOfTheCompareSchema) {
+  const json system =
+      load_store_vm_system(guest_bench_result(0), guest_bench_result(0), "afpacket", "tcg", "");
+  EXPECT_EQ(system["system"], kSystemLoadStoreVm);
+  EXPECT_TRUE(system["available"].get<bool>());
+  EXPECT_TRUE(system["verified"].get<bool>());
+  ASSERT_EQ(system["latency_us"].size(), 1u);
+  EXPECT_EQ(system["latency_us"][0]["op"], "load");
+  EXPECT_EQ(system["latency_us"][0]["bytes"], 8);
+  EXPECT_DOUBLE_EQ(system["latency_us"][0]["p50"].get<double>(), 200.0);
+  EXPECT_DOUBLE_EQ(system["latency_us"][0]["p99"].get<double>(), 400.0);
+  ASSERT_EQ(system["bandwidth_gbps"].size(), 4u);
+  EXPECT_EQ(system["bandwidth_gbps"][0]["op"], "store");
+  EXPECT_EQ(system["bandwidth_gbps"][0]["bytes"], 262144);
+  EXPECT_EQ(system["bandwidth_gbps"][2]["op"], "copy");
+  EXPECT_TRUE(contains(system["notes"][0].get<std::string>(),
+                       "in the same 2 VMs as Soft-RoCE, TCG, MMIO trap per access"))
+      << system["notes"];
+  // A mismatch in either direction, or a bench that failed, unverifies it.
+  EXPECT_FALSE(load_store_vm_system(guest_bench_result(1), json(), "afpacket", "tcg", "")
+                   .value("verified", true));
+  EXPECT_FALSE(
+      load_store_vm_system(guest_bench_result(0), guest_bench_result(2), "afpacket", "tcg", "")
+          .value("verified", true));
+  EXPECT_FALSE(
+      load_store_vm_system(guest_bench_result(0), json(), "afpacket", "tcg", "VM 1: exited 1")
+          .value("verified", true));
+  const json missing = load_store_vm_system(json(), json(), "afpacket", "tcg", "timed out");
+  EXPECT_FALSE(missing["available"].get<bool>());
+  EXPECT_TRUE(contains(missing["reason"].get<std::string>(), "timed out"));
+}
+
+TEST(CompareReport, SameVmLoadStoreIsAFourthSystemNextToSoftRoce) {
+  CompareInputs inputs = sample_inputs();
+  inputs.systems.back() =
+      system_with(kSystemSoftRoce,
+                  json::array({{{"op", "write"}, {"bytes", 8}, {"p50", 1500.0}, {"p99", 2500.0}},
+                               {{"op", "read"}, {"bytes", 8}, {"p50", 2000.0}, {"p99", 3000.0}}}),
+                  json::array({{{"op", "write"}, {"bytes", 65536}, {"gbps", 0.06}},
+                               {{"op", "read"}, {"bytes", 65536}, {"gbps", 0.04}}}),
+                  json::array());
+  inputs.systems.push_back(
+      load_store_vm_system(guest_bench_result(0), json(), "afpacket", "tcg", ""));
+  ASSERT_EQ(inputs.systems.size(), 4u);
+  const std::string report = render_compare_report(inputs);
+  EXPECT_TRUE(contains(report, "| soft-roce write | soft-roce read | ethx-load-store-vm load |"))
+      << report;
+  EXPECT_TRUE(contains(report,
+                       "| 8 B | 1.50 / 2.00 | 4.50 / 9.00 | 6.00 / 7.00 | 1500 / 2500 | "
+                       "2000 / 3000 | 200 / 400 |"))
+      << report;
+  EXPECT_TRUE(contains(report, "ethx-load-store-vm store | ethx-load-store-vm copy |")) << report;
+  EXPECT_TRUE(contains(report, "| ethx-load-store-vm | ethx-gpu window (MMIO)")) << report;
+  EXPECT_TRUE(contains(report,
+                       "an 8 B load through the ethx-gpu window took 200 µs p50 (p99 400) vs "
+                       "2000 µs (p99 3000) for a Soft-RoCE 8 B read (same-VM load/store 10.0× "
+                       "lower)"))
+      << report;
+  EXPECT_TRUE(contains(report,
+                       "posted 8 B stores moved 0.0200 Gbit/s (256 KiB) vs 0.0600 Gbit/s for "
+                       "Soft-RoCE write (64 KiB) (same-VM load/store 3.00× lower)"))
+      << report;
+  // The size both measured (64 KiB), not the copy engine's largest (1 MiB).
+  EXPECT_TRUE(contains(report,
+                       "the copy engine moved 0.0100 Gbit/s (64 KiB) vs 0.0400 Gbit/s for "
+                       "Soft-RoCE read (64 KiB) (same-VM load/store 4.00× lower)"))
+      << report;
+  // The host processes' load/store is not held against the VM column.
+  EXPECT_FALSE(contains(report, "for ethx-load-store-vm")) << report;
 }
 
 TEST(CompareReport, UnverifiedSystemIsFlagged) {
