@@ -3,34 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/roce_node_commands.hpp"
+#include "fabric/run_summary.hpp"
 #include "fabric/soak_workload.hpp"
-#include "fabric/stats.hpp"
 
 namespace ethx {
 namespace {
 
 using nlohmann::json;
-
-json latency_summary(LatencyRun& run) {
-  return json{{"p50_ns", percentile(run.samples_ns, 50)},
-              {"p99_ns", percentile(run.samples_ns, 99)},
-              {"samples", run.samples_ns.size()},
-              {"verified_ops", run.verified_ops},
-              {"mismatches", run.mismatches},
-              {"errors", run.errors}};
-}
-
-json throughput_summary(const ThroughputRun& run) {
-  return json{{"payload_bytes", run.payload_bytes},
-              {"ops", run.ops},
-              {"start_ns", run.start_ns},
-              {"end_ns", run.end_ns},
-              {"gbps", run.gbps()},
-              {"ops_per_second", run.ops_per_second()},
-              {"verified_ops", run.verified_ops},
-              {"mismatches", run.mismatches},
-              {"errors", run.errors}};
-}
 
 json link_stats(const LinkCounters& links) {
   return json{{"frames_sequenced", links.frames_sequenced},

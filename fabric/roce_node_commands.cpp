@@ -4,33 +4,12 @@
 
 #include "fabric/roce_addressing.hpp"
 #include "fabric/roce_bench_workloads.hpp"
-#include "fabric/stats.hpp"
+#include "fabric/run_summary.hpp"
 
 namespace ethx {
 namespace {
 
 using nlohmann::json;
-
-json latency_json(LatencyRun& run) {
-  return json{{"p50_ns", percentile(run.samples_ns, 50)},
-              {"p99_ns", percentile(run.samples_ns, 99)},
-              {"samples", run.samples_ns.size()},
-              {"verified_ops", run.verified_ops},
-              {"mismatches", run.mismatches},
-              {"errors", run.errors}};
-}
-
-json throughput_json(const ThroughputRun& run) {
-  return json{{"payload_bytes", run.payload_bytes},
-              {"ops", run.ops},
-              {"start_ns", run.start_ns},
-              {"end_ns", run.end_ns},
-              {"gbps", run.gbps()},
-              {"ops_per_second", run.ops_per_second()},
-              {"verified_ops", run.verified_ops},
-              {"mismatches", run.mismatches},
-              {"errors", run.errors}};
-}
 
 json counters_json(const roce::RoceCounters& c) {
   std::uint64_t decode_errors = 0;
@@ -134,10 +113,10 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
         field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
         field<std::uint32_t>(command, "bytes"), field<std::uint32_t>(command, "count"),
         command.value("seed", std::uint64_t{1}));
-    return with_error(latency_json(run));
+    return with_error(latency_summary(run));
   }
   if (op == "roce_bandwidth") {
-    return with_error(throughput_json(workloads.bandwidth(
+    return with_error(throughput_summary(workloads.bandwidth(
         field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
         field<std::uint32_t>(command, "bytes"), field<std::uint64_t>(command, "total_bytes"),
         command.value("outstanding", 32u), command.value("salt", std::uint64_t{1}))));
@@ -149,8 +128,8 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
     params.batch = command.value("batch", 1u);
     params.outstanding = command.value("outstanding", 64u);
     params.salt = command.value("salt", std::uint64_t{1});
-    json result =
-        with_error(throughput_json(workloads.message_rate(field<GpuId>(command, "peer"), params)));
+    json result = with_error(
+        throughput_summary(workloads.message_rate(field<GpuId>(command, "peer"), params)));
     result["qps"] = roce.connections(field<GpuId>(command, "peer")).size();
     return result;
   }
@@ -163,11 +142,11 @@ std::optional<json> run_roce_command(const std::string& op, const json& command,
                 {"errors", probe.errors}};
   }
   if (op == "roce_all_to_all_write") {
-    return with_error(throughput_json(workloads.all_to_all_write(
+    return with_error(throughput_summary(workloads.all_to_all_write(
         field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
   }
   if (op == "roce_all_to_all_verify") {
-    return with_error(throughput_json(workloads.all_to_all_verify(
+    return with_error(throughput_summary(workloads.all_to_all_verify(
         field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
   }
   return json{{"error", "unknown command \"" + op + "\""}};
