@@ -6,7 +6,8 @@
  * Threads: ethx_gpu_load/store/atomic may be called from any thread (vCPUs) concurrently;
  * loads and atomics block until the fabric answers or the engine's timeout fires, so callers
  * holding a lock others need (QEMU's big lock) should drop it around them. The copy callback
- * runs on the handle's own service thread.
+ * runs on the handle's own service thread, or on a thread waiting in ethx_gpu_load/atomic
+ * (which drives the engine while it waits); it must not block.
  */
 #ifndef ETHX_GPU_API_H
 #define ETHX_GPU_API_H

@@ -121,6 +121,27 @@ void SocketNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& 
   }
 }
 
+void SocketNodePort::wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) {
+  // ppoll() on the socket is safe beside its owner: the kernel reports a non-empty receive
+  // ring without this thread touching the ring's user-space indices.
+  const std::array<int, 2> fds{socket_->fd(), event_fd_};
+  unowned_waiter_.wait(fds, ready, timeout_ns);
+  std::uint64_t drained = 0;
+  while (::read(event_fd_, &drained, sizeof drained) > 0) {
+  }
+}
+
+void SocketNodePort::nap(std::int64_t timeout_ns, const std::function<bool()>& ready) {
+  if (ready()) return;
+  pollfd poll{event_fd_, POLLIN, 0};
+  const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                         static_cast<long>(timeout_ns % 1'000'000'000)};
+  ::ppoll(&poll, 1, &timeout, nullptr);
+  std::uint64_t drained = 0;
+  while (::read(event_fd_, &drained, sizeof drained) > 0) {
+  }
+}
+
 void SocketNodePort::interrupt() {
   const std::uint64_t one = 1;
   (void)::write(event_fd_, &one, sizeof one);

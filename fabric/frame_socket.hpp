@@ -111,12 +111,16 @@ class SocketNodePort final : public NodePort {
 
   // Ends a blocked wait() from another thread (e.g. to stop a serving node).
   void interrupt() override;
+  bool has_input() override { return socket_->has_input(); }
+  void wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) override;
+  void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) override;
   FrameSocket& socket() { return *socket_; }
   const shm::WaitStats& wait_stats() const { return waiter_.stats(); }
 
  private:
   std::unique_ptr<FrameSocket> socket_;
   PollWaiter waiter_;
+  PollWaiter unowned_waiter_;  // wait_unowned()'s own adaptive state: another thread owns waiter_
   int event_fd_ = -1;
 };
 

@@ -32,7 +32,22 @@ constexpr std::int64_t kIdleWaitNs = 50'000'000;
 // frame of posted writes this long so consecutive stores share it (unless the config sets
 // fabric.write_combine_ns). A load or flush sends it at once.
 constexpr TimeNs kDeviceWriteCombineNs = 2'000;
-constexpr int kYieldsBeforeSleep = 2000;
+// How long a vCPU drives the engine itself for its load or atomic (spinning, then yielding)
+// before it hands the engine back to the service thread and sleeps. Remote loads take tens of
+// microseconds here; a timeout or a copy in the way takes longer and is not worth a core.
+constexpr std::int64_t kDriveBudgetNs = 1'000'000;
+// Spin this long before yielding, like the shared-memory waiters (fabric/doorbell.hpp): the
+// switch and the peer that answer may need this very core.
+constexpr std::int64_t kDriveSpinNs = 2'000;
+// While vCPUs drive the engine (one did within kVcpuActiveNs, or one holds it now), the service
+// thread naps in slices of kServiceNapNs instead of watching the port: otherwise every response
+// a vCPU waits for would also wake the service thread, and on these machines (a nested VM) a
+// cross-core wake-up costs the waker microseconds, on the load's path. Queued stores and copies
+// end a nap at once (interrupt()); remote requests that arrive meanwhile are served by the
+// next driving vCPU or at the end of the slice. A slice of 50 µs instead of 500 µs cost
+// ~25 % in load latency: its timer interrupts land on the cores the load's path runs on.
+constexpr std::int64_t kVcpuActiveNs = 200'000;
+constexpr std::int64_t kServiceNapNs = 500'000;
 
 DeviceStatus from_wire(wire::Status status) {
   switch (status) {
@@ -124,13 +139,22 @@ struct GpuDevice::Impl {
   std::unique_ptr<NodeRuntime> node;
   AddressMap callers_map;  // read-only copy the submitting threads translate with
 
+  // Whoever holds `engine` owns the node (its engine, its port except interrupt() and
+  // wait_unowned()) and everything marked "engine owner only": the service thread while it
+  // works, or a vCPU driving its own load. Never held across a sleep, so lock() is short.
+  std::mutex engine;
+  // Until when the service thread sleeps (ns, monotonic): a driving vCPU that leaves an earlier
+  // timer behind wakes it.
+  std::atomic<TimeNs> service_wake_ns{0};
+  std::atomic<TimeNs> last_drive_end_ns{0};  // when a vCPU last handed the engine back
+
   std::mutex mutex;
   std::condition_variable space;
   std::deque<std::shared_ptr<Request>> incoming;  // guarded by mutex
   std::atomic<bool> has_incoming{false};
   std::atomic<bool> stop{false};
 
-  // Service thread only.
+  // Engine owner only.
   std::deque<std::shared_ptr<Request>> pending;
   std::unordered_map<OpId, Target> in_flight;
   std::optional<CopyJob> copy;
@@ -259,15 +283,46 @@ void GpuDevice::enqueue(std::shared_ptr<Request> request) {
   impl_->port->interrupt();
 }
 
+// The waiting vCPU drives the engine itself instead of handing the request to the service
+// thread and being woken by it: that saves two thread hand-overs (each a scheduler round trip
+// on these 2-core machines) per load. Everything queued before the request is issued first, in
+// order, so a load still never passes the same vCPU's posted stores.
 DeviceResult GpuDevice::submit_and_wait(std::shared_ptr<Request> request) {
-  enqueue(request);
-  // A remote load completes in tens of microseconds: yield (letting the service thread, the
-  // switch and the peer run on the other core) before sleeping on the futex, whose wake-up
-  // would add a scheduler round trip to every load.
-  for (int i = 0; i < kYieldsBeforeSleep && request->done.load(std::memory_order_acquire) == 0;
-       ++i) {
-    std::this_thread::yield();
+  NodeRuntime& node = *impl_->node;
+  std::unique_lock engine(impl_->engine);
+  take_incoming();
+  impl_->pending.push_back(request);
+  run_engine_once();
+  NodePort& port = *impl_->port;
+  const TimeNs start_ns = monotonic_now_ns();
+  while (request->done.load(std::memory_order_acquire) == 0) {
+    const TimeNs now_ns = monotonic_now_ns();
+    if (impl_->stop.load() || now_ns >= start_ns + kDriveBudgetNs) break;
+    // Look at the port and the clock cheaply; run a round only when there is something to do
+    // (a round that finds nothing still costs a system call on AF_XDP).
+    const std::optional<TimeNs> wake_ns = node.next_wake_ns();
+    if (port.has_input() || impl_->has_incoming.load() || (wake_ns && now_ns >= *wake_ns) ||
+        (node.backlog_frames() > 0 && port.can_send())) {
+      node.pump(0);
+      run_engine_once();
+    } else if (now_ns < start_ns + kDriveSpinNs) {
+      shm::detail::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
   }
+  // A device going away answers nothing more (its service thread may already have finished
+  // what was pending).
+  if (impl_->stop.load() && request->done.load() == 0) {
+    finish_request(*request, DeviceStatus::kUnreachable, 0, request->window_addr);
+  }
+  // Hand back: wake the service thread if work or a timer it does not know of is left.
+  const std::optional<TimeNs> wake_ns = node.next_wake_ns();
+  const bool work_left = !impl_->pending.empty() || !impl_->in_flight.empty() ||
+                         impl_->copy.has_value() || node.backlog_frames() > 0;
+  impl_->last_drive_end_ns.store(monotonic_now_ns());
+  engine.unlock();
+  if (work_left || (wake_ns && *wake_ns < impl_->service_wake_ns.load())) impl_->port->interrupt();
   request->done.wait(0);
   return request->result;
 }
@@ -669,35 +724,76 @@ void GpuDevice::dispatch_completions() {
   }
 }
 
+void GpuDevice::take_incoming() {
+  if (!impl_->has_incoming.exchange(false)) return;
+  std::lock_guard lock(impl_->mutex);
+  for (auto& request : impl_->incoming) impl_->pending.push_back(std::move(request));
+  impl_->incoming.clear();
+  impl_->space.notify_all();
+}
+
+void GpuDevice::run_engine_once() {
+  NodeRuntime& node = *impl_->node;
+  take_incoming();
+  issue_requests();
+  advance_copy();
+  node.transmit();
+  dispatch_completions();
+  advance_copy();  // completions may have finished the copy's reads or flushes
+  node.transmit();
+  const CompleterCounters& served = node.endpoint().completer().counters();
+  impl_->served.store(served.reads + served.writes + served.atomics + served.flushes);
+  impl_->frames_sent.store(node.counters().frames_sent);
+}
+
 void GpuDevice::serve() {
   NodeRuntime& node = *impl_->node;
+  NodePort& port = *impl_->port;
   Requester& requester = node.endpoint().requester();
+  // Work for the engine owner: evaluated only with the engine; if a vCPU has it, the answer is
+  // "look again" (the loop below then naps until the vCPU is done).
+  const auto ready = [&] {
+    if (impl_->stop.load() || impl_->has_incoming.load()) return true;
+    std::unique_lock engine(impl_->engine, std::try_to_lock);
+    if (!engine) return true;
+    return port.has_input() || requester.has_completion() ||
+           (node.backlog_frames() > 0 && port.can_send());
+  };
+  const auto interrupted = [&] { return impl_->stop.load() || impl_->has_incoming.load(); };
+  // Never blocks on the engine lock either: a vCPU handing the engine back would have to wake
+  // this thread (a system call and a cross-core wake-up on the load's path).
+  std::unique_lock engine(impl_->engine, std::defer_lock);
   while (!impl_->stop.load()) {
-    node.pump(kIdleWaitNs, [this, &requester] {
-      return impl_->stop.load() || impl_->has_incoming.load() || requester.has_completion();
-    });
-    if (impl_->has_incoming.exchange(false)) {
-      std::lock_guard lock(impl_->mutex);
-      for (auto& request : impl_->incoming) impl_->pending.push_back(std::move(request));
-      impl_->incoming.clear();
-      impl_->space.notify_all();
+    if (!engine.try_lock()) {
+      port.nap(kServiceNapNs, interrupted);
+      continue;
     }
-    issue_requests();
-    advance_copy();
-    node.transmit();
-    dispatch_completions();
-    advance_copy();  // completions may have finished the copy's reads or flushes
-    node.transmit();
-    const CompleterCounters& served = node.endpoint().completer().counters();
-    impl_->served.store(served.reads + served.writes + served.atomics + served.flushes);
-    impl_->frames_sent.store(node.counters().frames_sent);
+    node.pump(0);
+    run_engine_once();
+    std::int64_t wait_ns = kIdleWaitNs;
+    const TimeNs now_ns = monotonic_now_ns();
+    if (const std::optional<TimeNs> wake_ns = node.next_wake_ns()) {
+      wait_ns =
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(*wake_ns - now_ns), 0, kIdleWaitNs);
+    }
+    const bool vcpus_active =
+        static_cast<std::int64_t>(now_ns - impl_->last_drive_end_ns.load()) < kVcpuActiveNs;
+    if (vcpus_active) wait_ns = std::min(wait_ns, kServiceNapNs);
+    impl_->service_wake_ns.store(now_ns + static_cast<TimeNs>(wait_ns));
+    engine.unlock();
+    if (wait_ns > 0 && vcpus_active) {
+      port.nap(wait_ns, interrupted);
+    } else if (wait_ns > 0) {
+      port.wait_unowned(wait_ns, ready);
+    }
   }
+  engine.lock();
   // Nobody may wait forever on a device that is going away.
   std::lock_guard lock(impl_->mutex);
   for (auto& request : impl_->incoming) impl_->pending.push_back(std::move(request));
   impl_->incoming.clear();
   for (auto& request : impl_->pending) {
-    if (request->kind != Request::Kind::kStore) {
+    if (request->kind != Request::Kind::kStore && request->done.load() == 0) {
       finish_request(*request, DeviceStatus::kUnreachable, 0, request->window_addr);
     }
   }

@@ -2,13 +2,15 @@
 // remote GPUs reach through the fabric, and a remote window whose 1/2/4/8-byte loads, stores
 // and atomics, and bulk copies, travel as ethx frames.
 //
-// Threads: one service thread owns the node (the packet engine, the port, the completer that
-// serves remote requests on its own mapping of the HBM file); it is the port's only transmit
-// owner. Any number of other threads (QEMU vCPUs, the copy-engine doorbell) hand it work
-// through a locked queue and, for loads and atomics, wait on the request until the service
-// thread completes it. Nothing here takes QEMU's big lock; the device drops it while a load
-// waits (qemu-device/qemu/ethx_gpu.c). Every wait ends: the engine turns a lost response into
-// a timeout after fabric.request_timeout_ns.
+// Threads: the node (the packet engine, the port, the completer that serves remote requests on
+// its own mapping of the HBM file) has one owner at a time, whoever holds the engine lock, so
+// the port has one transmit owner. Normally that is the GPU's service thread. Other threads
+// (QEMU vCPUs, the copy-engine doorbell) queue posted stores and copies for it; a thread that
+// loads or runs an atomic takes the engine itself and drives it until its answer arrives (or
+// for at most 1 ms, then it hands back and sleeps), which saves two thread hand-overs per load.
+// Nothing here takes QEMU's big lock; the device drops it while a load waits
+// (qemu-device/qemu/ethx_gpu.c). Every wait ends: the engine turns a lost response into a timeout
+// after fabric.request_timeout_ns.
 #pragma once
 
 #include <atomic>
@@ -100,8 +102,9 @@ class GpuDevice {
                       std::uint64_t compare);
   // Copies `bytes` from window address `src` to window address `dst` (either may be this
   // GPU's own window: served from HBM without frames) with many reads in flight; the data is
-  // globally visible (flushed) before `done` runs, on the service thread. Returns false if a
-  // copy is already running (one at a time).
+  // globally visible (flushed) before `done` runs, on the engine's owner (the service thread or
+  // a thread driving it for its own load). Returns false if a copy is already running (one at
+  // a time).
   using CopyDone = std::function<void(const DeviceResult&)>;
   bool start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done);
   // Waits until every store queued so far is performed at its target: a fabric flush to
@@ -123,6 +126,9 @@ class GpuDevice {
   DeviceResult submit_and_wait(std::shared_ptr<Request> request);
   void enqueue(std::shared_ptr<Request> request);
   void serve();
+  // Engine owner only (Impl::engine held).
+  void take_incoming();
+  void run_engine_once();
   void issue_requests();
   void issue_one(Request& request);
   void dispatch_completions();

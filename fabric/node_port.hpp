@@ -33,8 +33,20 @@ class NodePort {
   // Waits adaptively (spin, yield, block) until a frame arrives, `also_ready()` holds or
   // `timeout_ns` passes.
   virtual void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) = 0;
-  // Ends a wait() at once, from any thread (e.g. a vCPU handing the node work).
+  // Ends a wait() or wait_unowned() at once, from any thread (e.g. a vCPU handing the node
+  // work).
   virtual void interrupt() = 0;
+  // Whether receive() would find a frame now (may also push out frames queued for sending).
+  virtual bool has_input() = 0;
+  // Waits like wait() until `ready()` holds, the port's kernel object signals (a frame may
+  // have arrived, or interrupt()) or `timeout_ns` passes, but touches none of the port's
+  // user-space state: for a thread that does not own the port right now while another thread
+  // may be using it. `ready()` decides whether there is work (under the caller's own lock).
+  virtual void wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) = 0;
+  // Sleeps up to `timeout_ns` (unless `ready()`) without watching for frames: for a thread that
+  // leaves the port to another one for a while and must not be woken (nor make the sender pay a
+  // wake-up) by every frame meanwhile. interrupt() ends it early.
+  virtual void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) = 0;
 };
 
 }  // namespace ethx

@@ -52,6 +52,9 @@ class NodeRuntime final : private FrameSink {
   void check_stop() const;
   // Where ops issued on the requester put their frames; transmit() sends them.
   Effects& effects() { return effects_; }
+  // When the engine's timers (write combining, retransmission, request timeouts) next need a
+  // pump(), as of the last one.
+  std::optional<TimeNs> next_wake_ns() const { return effects_.wake_at; }
 
   // One round: receive what arrived, serve it, run timers, transmit. If there was nothing to
   // do, waits (adaptively) up to `idle_wait_ns` or until `also_ready()`.

@@ -8,8 +8,19 @@
 
 namespace ethx {
 
+namespace {
+
+shm::WaitPolicy sleep_at_once() {
+  shm::WaitPolicy policy = shm::WaitPolicy::from_environment();
+  policy.spin_iterations = 0;
+  policy.yield_iterations = 0;
+  return policy;
+}
+
+}  // namespace
+
 ShmNodePort::ShmNodePort(shm::ShmFabricRegion& region, std::uint32_t index)
-    : region_(region), channel_(region.port(index)) {
+    : region_(region), channel_(region.port(index)), nap_waiter_(sleep_at_once()) {
   const std::int32_t holder = channel_.node_pid.load();
   // A port whose holder died may be taken over (the node restarted after a crash).
   if (holder != 0 && holder != ::getpid() && ::kill(holder, 0) == 0) {
@@ -48,6 +59,22 @@ std::size_t ShmNodePort::receive(std::size_t max, FrameSink& sink) {
 void ShmNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) {
   waiter_.wait(
       channel_.node_bell, [&] { return !channel_.to_node.empty() || also_ready(); }, timeout_ns);
+}
+
+void ShmNodePort::wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) {
+  unowned_waiter_.wait(channel_.node_bell, ready, timeout_ns);
+}
+
+// Not on the node's doorbell: a sleeper announced there makes the switch pay a futex wake-up
+// for every frame it delivers to this port, on the path of the response a vCPU is polling for.
+// A doorbell of its own, which only interrupt() rings.
+void ShmNodePort::nap(std::int64_t timeout_ns, const std::function<bool()>& ready) {
+  nap_waiter_.wait(nap_bell_, ready, timeout_ns);
+}
+
+void ShmNodePort::interrupt() {
+  shm::ring(channel_.node_bell);
+  shm::ring(nap_bell_);
 }
 
 }  // namespace ethx

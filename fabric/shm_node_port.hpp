@@ -23,7 +23,12 @@ class ShmNodePort final : public NodePort {
   void kick() override;
   std::size_t receive(std::size_t max, FrameSink& sink) override;
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
-  void interrupt() override { shm::ring(channel_.node_bell); }
+  void interrupt() override;
+  bool has_input() override { return !channel_.to_node.empty(); }
+  // Sleeps on the node's doorbell, whose contract is one sleeper: the port's owner must not
+  // sleep on it meanwhile (GpuDevice's vCPUs spin and yield instead).
+  void wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) override;
+  void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) override;
 
   const shm::WaitStats& wait_stats() const { return waiter_.stats(); }
   shm::Doorbell& node_bell() { return channel_.node_bell; }
@@ -32,6 +37,9 @@ class ShmNodePort final : public NodePort {
   shm::ShmFabricRegion& region_;
   shm::PortChannel& channel_;
   shm::AdaptiveWaiter waiter_{shm::WaitPolicy::from_environment()};
+  shm::AdaptiveWaiter unowned_waiter_{shm::WaitPolicy::from_environment()};
+  shm::Doorbell nap_bell_;          // this process only: nap() sleeps on it
+  shm::AdaptiveWaiter nap_waiter_;  // sleeps at once: no spin, no yield
   bool sent_since_kick_ = false;
 };
 

@@ -157,6 +157,21 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   const auto mmio_ns = timed(samples, [&](std::size_t) { tally.check(gpu.read(kScratch), seed); });
   tally.add(take_error(gpu));
   const json mmio = latency(mmio_ns);
+  json result = {
+      {"bdf", gpu.bdf()},
+      {"gpu_id", self},
+      {"peer", peer},
+      {"gpu_count", geometry.gpu_count},
+      {"quick", quick},
+      {"region", {{"peer_addr", peer_base}, {"local_addr", local_base}, {"slot_bytes", slot}}},
+      {"latency",
+       {{"samples", samples},
+        {"window_load", latency(window_ns)},
+        {"local_hbm_load", latency(hbm_ns)},
+        {"mmio_read", mmio}}},
+      {"mmio_trap_ns", mmio.value("p50_ns", std::uint64_t{0})}};
+  // The host interleaves these short runs with its own baseline rounds (ethx bench --vms).
+  if (command.latency_only) return tally.finish(std::move(result), "bench --latency-only");
 
   // (b) Store bandwidth: 8-byte stores; the load of the last word completes after all of them
   // (one destination: performed in order, a read sees earlier writes).
@@ -181,9 +196,9 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   std::uint32_t atomic_status = run_atomic(gpu, AtomicOp::kSwap, counter, 8, 0).status;
   const std::uint64_t atomic_start = now_ns();
   for (std::uint64_t i = 0; i < atomic_ops && atomic_status == 0; ++i) {
-    const AtomicResult result = run_atomic(gpu, AtomicOp::kFetchAdd, counter, 8, 1);
-    atomic_status = result.status;
-    if (result.status == 0) tally.check(result.old_value, i);
+    const AtomicResult added = run_atomic(gpu, AtomicOp::kFetchAdd, counter, 8, 1);
+    atomic_status = added.status;
+    if (added.status == 0) tally.check(added.old_value, i);
   }
   const std::uint64_t atomic_ns = now_ns() - atomic_start;
   if (atomic_status != 0) ++tally.errors;
@@ -225,14 +240,14 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
     for (const std::uint64_t bytes : {std::uint64_t{4096}, std::uint64_t{65536}, kMiB, 4 * kMiB}) {
       if (bytes > copy_max) break;
       fill_local(bytes, nullptr);
-      const CopyResult result = run_copy(gpu, peer_base, local_base, bytes, copy_timeout);
+      const CopyResult copied = run_copy(gpu, peer_base, local_base, bytes, copy_timeout);
       json entry = {{"bytes", bytes},
-                    {"ns", result.ns},
-                    {"gbps", gbps(bytes, result.ns)},
-                    {"done", result.state == kCopyDone}};
-      if (result.state != kCopyDone) {
+                    {"ns", copied.ns},
+                    {"gbps", gbps(bytes, copied.ns)},
+                    {"done", copied.state == kCopyDone}};
+      if (copied.state != kCopyDone) {
         ++tally.errors;
-        entry["code_name"] = status_code_name(result.code);
+        entry["code_name"] = status_code_name(copied.code);
       } else if (ram != nullptr && std::memcmp(ram + region, expected.data(), bytes) == 0) {
         tally.verified += bytes / 8;
       } else {
@@ -245,34 +260,21 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   }
   tally.add(take_error(gpu));
 
-  json result = {
-      {"bdf", gpu.bdf()},
-      {"gpu_id", self},
-      {"peer", peer},
-      {"gpu_count", geometry.gpu_count},
-      {"quick", quick},
-      {"region", {{"peer_addr", peer_base}, {"local_addr", local_base}, {"slot_bytes", slot}}},
-      {"latency",
-       {{"samples", samples},
-        {"window_load", latency(window_ns)},
-        {"local_hbm_load", latency(hbm_ns)},
-        {"mmio_read", mmio}}},
-      {"mmio_trap_ns", mmio.value("p50_ns", std::uint64_t{0})},
-      {"store",
-       {{"bytes", store_bytes},
-        {"ns", store_ns},
-        {"gbps", gbps(store_bytes, store_ns)},
-        {"words_checked", store_checked}}},
-      {"copy", copies},
-      {"copy_fill", copy_fill},
-      {"atomic",
-       {{"ops", atomic_ops},
-        {"ns", atomic_ns},
-        {"ops_per_s", atomic_ns == 0
-                          ? 0.0
-                          : static_cast<double>(atomic_ops) * 1e9 / static_cast<double>(atomic_ns)},
-        {"final", final_count},
-        {"status_name", status_code_name(atomic_status)}}}};
+  result.update({{"store",
+                  {{"bytes", store_bytes},
+                   {"ns", store_ns},
+                   {"gbps", gbps(store_bytes, store_ns)},
+                   {"words_checked", store_checked}}},
+                 {"copy", copies},
+                 {"copy_fill", copy_fill},
+                 {"atomic",
+                  {{"ops", atomic_ops},
+                   {"ns", atomic_ns},
+                   {"ops_per_s", atomic_ns == 0 ? 0.0
+                                                : static_cast<double>(atomic_ops) * 1e9 /
+                                                      static_cast<double>(atomic_ns)},
+                   {"final", final_count},
+                   {"status_name", status_code_name(atomic_status)}}}});
   return tally.finish(std::move(result), "bench");
 }
 

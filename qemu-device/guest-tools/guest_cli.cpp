@@ -22,7 +22,7 @@ const char* const kUsage =
     "  atomic [--gpu ID] --op fetch-add|swap|cas (--addr A | --target K --offset O)\n"
     "         [--width 4|8] --operand X [--compare C]\n"
     "  copy   [--gpu ID] --src A --dst B --bytes N [--timeout S]\n"
-    "  bench  [--gpu ID] [--peer K] [--quick]\n"
+    "  bench  [--gpu ID] [--peer K] [--quick] [--latency-only]\n"
     "  alltoall --bytes-per-peer N --salt S [--gpus-total G] [--timeout S]\n"
     "--gpu selects by fabric GPU id (GPU_ID register); the single-GPU commands need it only\n"
     "when there are several ethx GPUs. Window addresses (BAR 4): GPU K's memory starts at\n"
@@ -57,7 +57,7 @@ const std::map<std::string, std::vector<std::string>>& command_options() {
        {"--gpu", "--bdf", "--op", "--addr", "--target", "--offset", "--width", "--operand",
         "--compare"}},
       {"copy", {"--gpu", "--bdf", "--src", "--dst", "--bytes", "--timeout"}},
-      {"bench", {"--gpu", "--bdf", "--peer", "--quick"}},
+      {"bench", {"--gpu", "--bdf", "--peer", "--quick", "--latency-only"}},
       {"alltoall", {"--bytes-per-peer", "--salt", "--gpus-total", "--timeout"}},
   };
   return options;
@@ -88,8 +88,8 @@ GuestCommand parse_command_line(const std::vector<std::string>& args) {
     if (std::find(allowed.begin(), allowed.end(), option) == allowed.end()) {
       throw UsageError("unknown option '" + option + "' for " + command.name);
     }
-    if (option == "--quick") {  // the only flag
-      command.quick = true;
+    if (option == "--quick" || option == "--latency-only") {  // the flags: no value
+      (option == "--quick" ? command.quick : command.latency_only) = true;
       --i;
       continue;
     }

@@ -41,6 +41,7 @@ struct GuestCommand {
   // bench
   std::optional<std::uint32_t> peer;
   bool quick = false;
+  bool latency_only = false;  // bench: only the latency phase (interleaved host baselines)
   // alltoall
   std::optional<std::uint64_t> bytes_per_peer;
   std::optional<std::uint64_t> salt;

@@ -5,9 +5,9 @@
  * BAR 0 control registers; BAR 2 this GPU's memory ("HBM"), RAM from the shared-memory file
  * the fabric's completer serves; BAR 4 the remote window, whose every access goes through
  * ethx's address map and packet engine (fabric/ethx_gpu_api.h, a C API over the C++ library).
- * Window loads and atomics drop the big QEMU lock while they wait for the fabric; the copy
- * engine completes on the library's service thread, which never takes the lock and hands the
- * interrupt to a bottom half.
+ * Window loads and atomics drop the big QEMU lock while they wait for the fabric (and the
+ * vCPU drives the packet engine itself meanwhile); the copy engine completes on a thread
+ * without the lock, which hands the interrupt to a bottom half.
  *
  * Guest mistakes (unknown register, bad access size, write to a read-only register, an access
  * outside every window, a timeout) are logged with LOG_GUEST_ERROR and survived: reads return
@@ -244,7 +244,10 @@ static void ethx_gpu_atomic_doorbell(EthxGpuState *s, uint32_t command)
     }
 }
 
-/* Runs on the library's service thread: no big lock here, so only record and defer. */
+/*
+ * Runs on the library's service thread, or on a vCPU that was driving the engine for its own
+ * load (with the big lock dropped): no big lock here, so only record and defer.
+ */
 static void ethx_gpu_copy_finished(void *opaque, int status, uint64_t fault_addr)
 {
     EthxGpuState *s = opaque;

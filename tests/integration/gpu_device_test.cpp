@@ -171,6 +171,49 @@ TEST_F(GpuDeviceTest, StoresFromManyThreadsAreAllVisibleAfterFlushAll) {
   EXPECT_EQ(wrong, 0);
 }
 
+// A thread that loads drives the engine itself; what it queued before (posted stores, more than
+// the port's backlog allows at once) must still reach the target first. Meanwhile another thread
+// of the same device drives its own loads, and another device loads from this one, whose
+// completer must keep serving whoever owns the engine.
+TEST_F(GpuDeviceTest, ALoadNeverPassesTheSameThreadsPostedStoresWhileOthersDriveTheEngine) {
+  constexpr int kRounds = 20;
+  constexpr int kStoresPerRound = 3000;
+  std::uint64_t pattern = 0x0bad5eed;
+  std::memcpy(devices_[0]->hbm().data() + 0x100, &pattern, 8);
+  std::memcpy(devices_[2]->hbm().data() + 0x200, &pattern, 8);
+  std::atomic<bool> done{false};
+  std::atomic<int> other_loads{0}, other_wrong{0};
+  std::vector<std::thread> others;
+  others.emplace_back([&] {  // a second vCPU of GPU 0
+    while (!done.load()) {
+      other_wrong += devices_[0]->load(window(2, 0x200), 8).value != pattern;
+      ++other_loads;
+    }
+  });
+  others.emplace_back([&] {  // GPU 1 loads from GPU 0
+    while (!done.load()) {
+      other_wrong += devices_[1]->load(window(0, 0x100), 8).value != pattern;
+      ++other_loads;
+    }
+  });
+  int stale = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::uint64_t last = 0;
+    for (int i = 0; i < kStoresPerRound; ++i) {
+      last = (std::uint64_t{static_cast<unsigned>(round)} << 32) | static_cast<unsigned>(i);
+      ASSERT_EQ(devices_[0]->store(window(1, 0x40000 + 8 * i), 8, last).status, DeviceStatus::kOk);
+    }
+    const DeviceResult back = devices_[0]->load(window(1, 0x40000 + 8 * (kStoresPerRound - 1)), 8);
+    ASSERT_EQ(back.status, DeviceStatus::kOk) << to_string(back.status);
+    stale += back.value != last;
+  }
+  done.store(true);
+  for (auto& thread : others) thread.join();
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(other_wrong.load(), 0);
+  EXPECT_GT(other_loads.load(), 0);
+}
+
 TEST_F(GpuDeviceTest, CopyEngineMovesAMebibyteBetweenOtherGpusAndReportsErrors) {
   constexpr std::uint64_t kBytes = 1 << 20;
   std::span<std::byte> source = devices_[1]->hbm();

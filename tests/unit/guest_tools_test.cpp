@@ -154,6 +154,9 @@ TEST(GuestCliTest, ParsesWindowAtomicCopyBenchAndAlltoall) {
   EXPECT_EQ(bench.gpu_id, 3u);
   EXPECT_EQ(bench.peer, 1u);
   EXPECT_FALSE(parse_command_line({"bench"}).quick);
+  EXPECT_FALSE(bench.latency_only);
+  EXPECT_TRUE(parse_command_line({"bench", "--latency-only", "--peer", "1"}).latency_only);
+  EXPECT_THROW(parse_command_line({"load", "--latency-only"}), UsageError);
 
   const auto all = parse_command_line({"alltoall", "--bytes-per-peer", "4096", "--salt", "9"});
   EXPECT_EQ(all.bytes_per_peer, 4096u);
@@ -673,6 +676,17 @@ TEST_F(GuestFabricTest, BenchVerifiesEveryPhase) {
   EXPECT_EQ(bench["region"]["peer_addr"], 64 * kMiB + 8 * kMiB);
   // The copied data landed in GPU 0's own memory, slot 0.
   EXPECT_NE(load_bytes(fabric.at(0, 8 * kMiB), 8), 0u);
+}
+
+TEST_F(GuestFabricTest, BenchLatencyOnlyRunsTheLatencyPhaseAlone) {
+  FakeFabric fabric(2);
+  const auto bench = run(fabric, {0, 1}, {"bench", "--quick", "--latency-only"});
+  EXPECT_EQ(bench["verified_ops"], 3 * 256);  // window loads, HBM loads, register reads
+  EXPECT_EQ(bench["mismatches"], 0);
+  EXPECT_GT(bench["latency"]["window_load"]["p50_ns"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(bench["mmio_trap_ns"].get<std::uint64_t>(), 0u);
+  EXPECT_FALSE(bench.contains("store"));
+  EXPECT_FALSE(bench.contains("copy"));
 }
 
 TEST_F(GuestFabricTest, BenchCountsAMismatch) {
