@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -384,7 +385,7 @@ int run_vm_bench(const BenchOptions& options) {
         "ethx bench: %zu VMs x %zu GPUs over %s (in-guest, TCG; wall clock of this "
         "emulator)\n\n",
         target.vms, target.gpus_per_vm, target.transport.c_str());
-    std::printf("%-44s %10s %10s\n", "latency (a VM's GPU -> next VM's; VM median)", "p50 ns",
+    std::printf("%-44s %10s %10s\n", "latency (VM k -> VM k+1, median of passes)", "p50 ns",
                 "p99 ns");
     std::printf("%-44s %10llu %10llu\n", "host bare echo (baseline)",
                 static_cast<unsigned long long>(baseline["p50"].get<std::uint64_t>()),
@@ -401,9 +402,14 @@ int run_vm_bench(const BenchOptions& options) {
         report["load_to_trap_plus_baseline_p50"].get<double>());
     std::printf("\n%-44s %10.3f Gbit/s\n", "8 B posted stores through the window",
                 report["store_bandwidth_gbps"]["8"].get<double>());
+    std::vector<std::pair<std::uint64_t, double>> by_size;  // JSON keys sort as text
     for (const auto& [bytes, gbps] : copies.items()) {
-      std::printf("%-44s %10.3f Gbit/s\n", ("copy engine, " + bytes + " B").c_str(),
-                  gbps.get<double>());
+      by_size.emplace_back(std::stoull(bytes), gbps.get<double>());
+    }
+    std::sort(by_size.begin(), by_size.end());
+    for (const auto& [bytes, gbps] : by_size) {
+      std::printf("%-44s %10.3f Gbit/s\n", ("copy engine, " + std::to_string(bytes) + " B").c_str(),
+                  gbps);
     }
     std::printf("%-44s %10.3f Mops/s\n", "atomic fetch-add (command interface)",
                 report["atomic_rate_mops"].get<double>());
