@@ -278,7 +278,10 @@ void GpuDevice::enqueue(std::shared_ptr<Request> request) {
     impl_->space.wait(
         lock, [this] { return impl_->incoming.size() < kMaxQueuedRequests || impl_->stop.load(); });
     impl_->incoming.push_back(std::move(request));
-    impl_->has_incoming.store(true);
+    // Already set: the requests queued since the engine's owner last took them have already
+    // woken it (or a driving vCPU takes them); an interrupt per store would cost a system call
+    // per MMIO store.
+    if (impl_->has_incoming.exchange(true)) return;
   }
   impl_->port->interrupt();
 }
