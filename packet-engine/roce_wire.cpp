@@ -5,26 +5,14 @@
 #include <boost/crc.hpp>
 #include <cstring>
 
+#include "packet-engine/packed_bytes.hpp"
+
 namespace ethx::roce {
 namespace {
 
-// Copies a packed struct out of / into a byte range. Callers check the bounds first.
-template <class T>
-T load(std::span<const std::byte> bytes, std::size_t offset) {
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
-template <class T>
-void store(std::span<std::byte> bytes, std::size_t offset, const T& value) {
-  std::memcpy(bytes.data() + offset, &value, sizeof(T));
-}
-
-MacAddr to_mac(const std::uint8_t (&octets)[6]) {
-  MacAddr mac;
-  std::copy(std::begin(octets), std::end(octets), mac.octets.begin());
-  return mac;
-}
+using packed::load;
+using packed::store;
+using packed::to_mac;
 
 std::uint32_t to_ip(const std::uint8_t (&octets)[4]) {
   return (std::uint32_t{octets[0]} << 24) | (std::uint32_t{octets[1]} << 16) |
