@@ -9,6 +9,8 @@ using nlohmann::json;
 
 constexpr double kNsPerUs = 1e3;
 
+}  // namespace
+
 json empty_system(const std::string& system, const std::string& transport) {
   return json{{"system", system},
               {"transport", transport},
@@ -20,8 +22,6 @@ json empty_system(const std::string& system, const std::string& transport) {
               {"verified", false},
               {"notes", json::array()}};
 }
-
-}  // namespace
 
 json unavailable_system(const std::string& system, const std::string& transport,
                         const std::string& reason) {

@@ -34,6 +34,9 @@ nlohmann::json run_load_store_system(FabricClient& client, const TopologyConfig&
 nlohmann::json roce_system_from_suite(const nlohmann::json& suite, const std::string& transport,
                                       bool verified);
 
+// A measured system's object before its figures: available, nothing measured, not verified.
+nlohmann::json empty_system(const std::string& system, const std::string& transport);
+
 // A system that could not be measured, with why.
 nlohmann::json unavailable_system(const std::string& system, const std::string& transport,
                                   const std::string& reason);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/compare_systems.hpp"
 #include "fabric/fabric_launcher.hpp"
 #include "fabric/guest_agent.hpp"
 #include "fabric/kvm_probe.hpp"
@@ -50,15 +51,7 @@ std::vector<double> numbers_of(const std::string& line) {
 }
 
 json unavailable(const std::string& transport, const std::string& reason) {
-  return {{"system", "soft-roce"},
-          {"transport", transport},
-          {"available", false},
-          {"reason", reason},
-          {"latency_us", json::array()},
-          {"bandwidth_gbps", json::array()},
-          {"message_rate_mops", json::array()},
-          {"verified", false},
-          {"notes", json::array()}};
+  return unavailable_system(kSystemSoftRoce, transport, reason);
 }
 
 struct Run {
@@ -98,19 +91,10 @@ json parse_perftest_output(const std::string& output, std::uint64_t bytes) {
 
 json load_store_vm_system(const json& forward, const json& reverse, const std::string& transport,
                           const std::string& accel, const std::string& error) {
-  json system = {{"system", "ethx-load-store-vm"},
-                 {"transport",
-                  "ethx-gpu window (MMIO) in VM 0 -> VM 1's GPU over the ethx "
-                  "switch (" +
-                      transport + ")"},
-                 {"available", true},
-                 {"reason", ""},
-                 {"latency_us", json::array()},
-                 {"bandwidth_gbps", json::array()},
-                 {"message_rate_mops", json::array()},
-                 {"verified", false},
-                 {"notes", json::array()},
-                 {"details", {{"forward", forward}, {"reverse", reverse}}}};
+  json system = empty_system(
+      kSystemLoadStoreVm,
+      "ethx-gpu window (MMIO) in VM 0 -> VM 1's GPU over the ethx switch (" + transport + ")");
+  system["details"] = {{"forward", forward}, {"reverse", reverse}};
   const auto at = [](const json& value, std::initializer_list<const char*> path) -> double {
     const json* node = &value;
     for (const char* key : path) {
@@ -264,15 +248,9 @@ json run_suite(const SoftRoceOptions& options) {
   GuestAgent client(vm_agent_path(logs, 0), 10'000);
   GuestAgent server(vm_agent_path(logs, 1), 10'000);
 
-  json report = {{"system", "soft-roce"},
-                 {"transport", "rdma_rxe over virtio-net taps on the ethx switch (GPU ports: " +
-                                   transport + ")"},
-                 {"available", true},
-                 {"reason", ""},
-                 {"latency_us", json::array()},
-                 {"bandwidth_gbps", json::array()},
-                 {"message_rate_mops", json::array()},
-                 {"verified", false}};
+  json report = empty_system(
+      kSystemSoftRoce,
+      "rdma_rxe over virtio-net taps on the ethx switch (GPU ports: " + transport + ")");
   json runs = json::array();
   bool all_ok = true;
 
