@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "address-map/fabric_types.hpp"
+#include "packet-engine/ethernet.hpp"
 #include "packet-engine/mac_addr.hpp"
 
 namespace ethx::wire {
@@ -31,13 +32,6 @@ inline constexpr std::uint8_t kVersion = 1;
 // ---- Packed wire structs: exact sizes, checked at compile time. ----------------------------
 
 namespace be = boost::endian;
-
-struct EthernetHeader {
-  std::uint8_t dst[6];
-  std::uint8_t src[6];
-  be::big_uint16_buf_t ether_type;
-};
-static_assert(sizeof(EthernetHeader) == 14);
 
 // Follows the Ethernet header at offset 14.
 struct FrameHeader {
@@ -65,7 +59,7 @@ struct TxnHeader {
 };
 static_assert(sizeof(TxnHeader) == 16);
 
-inline constexpr std::size_t kEthernetHeaderBytes = sizeof(EthernetHeader);
+using ethx::kEthernetHeaderBytes;
 inline constexpr std::size_t kFrameHeaderBytes = sizeof(FrameHeader);
 inline constexpr std::size_t kTxnHeaderBytes = sizeof(TxnHeader);
 inline constexpr std::size_t kCrcBytes = 4;

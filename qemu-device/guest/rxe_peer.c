@@ -14,7 +14,7 @@
 //     pattern for seed S, bytes [N, size) still the guest pattern. Prints one JSON line with
 //     the verdict and the device's hw_counters; exit status 0 only when every byte matched.
 //
-// The patterns (both sides compute them; fabric/softroce_interop.cpp has the host's copy):
+// The patterns (both sides compute them; fabric/compare/softroce_interop.cpp has the host's copy):
 //   guest pattern:  byte i = (i * 7 + 0x5a) & 0xff
 //   engine pattern: byte i = (i * 13 + seed * 101 + 0x33) & 0xff   (seed < 2^24)
 #include <arpa/inet.h>

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "packet-engine/endpoint.hpp"
-#include "switch/switch_core.hpp"
+#include "switch/core/switch_core.hpp"
 
 namespace ethx {
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target for the RoCEv2 decoder (packet-engine/roce_wire.hpp), the second frame
+// libFuzzer target for the RoCEv2 decoder (packet-engine/roce/roce_wire.hpp), the second frame
 // decoder the fabric carries. Input: one control byte, then one frame.
 //
 // Control bit 0 asks the harness to recompute the IPv4 header checksum and the ICRC before
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <span>
 
-#include "packet-engine/roce_wire.hpp"
+#include "packet-engine/roce/roce_wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fabric/topology_config.hpp"
-#include "packet-engine/roce_wire.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "packet-engine/roce/roce_wire.hpp"
 #include "packet-engine/wire.hpp"
 #include "tests/fuzz/endpoint_harness.hpp"
 #include "tests/fuzz/fuzz_input.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "packet-engine/wire.hpp"
-#include "switch/switch_core.hpp"
+#include "switch/core/switch_core.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 

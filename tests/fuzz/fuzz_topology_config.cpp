@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "address-map/config_error.hpp"
-#include "fabric/topology_config.hpp"
-#include "switch/switch_core.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "switch/core/switch_core.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

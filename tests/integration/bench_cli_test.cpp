@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "fabric/child_process.hpp"
+#include "fabric/platform/child_process.hpp"
 #include "tests/integration/cli_test_support.hpp"
 
 namespace ethx {

@@ -19,11 +19,11 @@
 #include <string>
 #include <thread>
 
-#include "fabric/child_process.hpp"
-#include "fabric/fabric_launcher.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/privileges.hpp"
-#include "fabric/socket_transport.hpp"
+#include "fabric/platform/child_process.hpp"
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/privileges.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
 #include "tests/integration/cli_test_support.hpp"
 
 namespace ethx {

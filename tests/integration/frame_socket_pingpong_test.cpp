@@ -14,14 +14,14 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/af_packet_socket.hpp"
-#include "fabric/frame_socket.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/privileges.hpp"
+#include "fabric/transport/net/af_packet_socket.hpp"
+#include "fabric/transport/net/frame_socket.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/privileges.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
 #ifdef ETHX_HAVE_XDP
-#include "fabric/afxdp_socket.hpp"
+#include "fabric/transport/net/afxdp_socket.hpp"
 #endif
 
 namespace ethx {

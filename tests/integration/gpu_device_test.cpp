@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/control_region.hpp"
-#include "fabric/fabric_names.hpp"
-#include "fabric/gpu_device.hpp"
-#include "fabric/shm_fabric_region.hpp"
-#include "fabric/shm_switch_runtime.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/config/fabric_names.hpp"
+#include "qemu-device/host/gpu_device.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "switch/runtime/shm_switch_runtime.hpp"
 
 namespace ethx {
 namespace {

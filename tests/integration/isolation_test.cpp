@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/node_runtime.hpp"
-#include "fabric/shm_fabric_region.hpp"
-#include "fabric/shm_node_port.hpp"
-#include "fabric/shm_switch_runtime.hpp"
+#include "fabric/node/node_runtime.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "fabric/transport/shm/shm_node_port.hpp"
+#include "switch/runtime/shm_switch_runtime.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {

@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/af_packet_socket.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/privileges.hpp"
+#include "fabric/transport/net/af_packet_socket.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/privileges.hpp"
 #ifdef ETHX_HAVE_XDP
-#include "fabric/afxdp_socket.hpp"
+#include "fabric/transport/net/afxdp_socket.hpp"
 #endif
 
 extern char** environ;

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "fabric/af_packet_socket.hpp"
-#include "fabric/child_process.hpp"
-#include "fabric/doorbell.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/node_port.hpp"
-#include "fabric/privileges.hpp"
-#include "packet-engine/roce_node.hpp"
+#include "fabric/transport/net/af_packet_socket.hpp"
+#include "fabric/platform/child_process.hpp"
+#include "fabric/transport/doorbell.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/node_port.hpp"
+#include "fabric/transport/net/privileges.hpp"
+#include "packet-engine/roce/roce_node.hpp"
 
 namespace ethx {
 namespace {

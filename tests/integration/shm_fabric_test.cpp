@@ -9,12 +9,12 @@
 #include <memory>
 #include <thread>
 
-#include "fabric/bench_workloads.hpp"
-#include "fabric/doorbell.hpp"
-#include "fabric/memory_pattern.hpp"
-#include "fabric/shm_fabric_region.hpp"
-#include "fabric/shm_node_port.hpp"
-#include "fabric/shm_switch_runtime.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/transport/doorbell.hpp"
+#include "fabric/workloads/memory_pattern.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "fabric/transport/shm/shm_node_port.hpp"
+#include "switch/runtime/shm_switch_runtime.hpp"
 
 namespace ethx {
 namespace {

@@ -11,13 +11,13 @@
 #include <memory>
 #include <thread>
 
-#include "fabric/af_packet_socket.hpp"
-#include "fabric/bench_workloads.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/privileges.hpp"
-#include "fabric/socket_switch_runtime.hpp"
+#include "fabric/transport/net/af_packet_socket.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/privileges.hpp"
+#include "switch/runtime/socket_switch_runtime.hpp"
 #ifdef ETHX_HAVE_XDP
-#include "fabric/afxdp_socket.hpp"
+#include "fabric/transport/net/afxdp_socket.hpp"
 #endif
 
 namespace ethx {

@@ -22,13 +22,13 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/guest_agent.hpp"
-#include "fabric/netns_topology.hpp"
-#include "fabric/run_state.hpp"
-#include "fabric/softroce_interop.hpp"
-#include "fabric/softroce_suite.hpp"
-#include "fabric/vm_bench.hpp"
-#include "fabric/vm_plan.hpp"
+#include "fabric/vm/guest_agent.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/compare/softroce_interop.hpp"
+#include "fabric/compare/softroce_suite.hpp"
+#include "fabric/bench/vm_bench.hpp"
+#include "fabric/vm/vm_plan.hpp"
 #include "tests/integration/vm_test_support.hpp"
 
 namespace ethx {

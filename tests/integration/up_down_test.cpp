@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/netns_topology.hpp"
-#include "fabric/privileges.hpp"
-#include "fabric/socket_transport.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/privileges.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
 #include "tests/integration/cli_test_support.hpp"
 #ifdef ETHX_HAVE_XDP
 #include <bpf/bpf.h>

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "fabric/config_overlay.hpp"
-#include "fabric/topology_config.hpp"
+#include "fabric/config/config_overlay.hpp"
+#include "fabric/config/topology_config.hpp"
 
 namespace ethx {
 namespace {

@@ -1,12 +1,12 @@
 // The run-time fault path without processes: a change as `ethx fault` sends it, through JSON,
 // applied by the switch's command handler to a real switch core.
-#include "fabric/fault_change.hpp"
+#include "switch/runtime/fault_change.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "fabric/switch_command_box.hpp"
+#include "switch/runtime/switch_command_box.hpp"
 
 namespace ethx {
 namespace {

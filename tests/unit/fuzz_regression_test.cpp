@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fabric/topology_config.hpp"
+#include "fabric/config/topology_config.hpp"
 
 namespace ethx {
 namespace {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "fabric/netns_topology.hpp"
-#include "fabric/run_state.hpp"
-#include "fabric/switch_launch.hpp"
-#include "fabric/topology_config.hpp"
-#include "fabric/vm_plan.hpp"
-#include "switch/switch_core.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/control/switch_launch.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "fabric/vm/vm_plan.hpp"
+#include "switch/core/switch_core.hpp"
 
 namespace ethx {
 namespace {

@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <vector>
 
-#include "fabric/bare_forwarder.hpp"
-#include "fabric/child_process.hpp"
-#include "fabric/forwarding_probe.hpp"
-#include "fabric/periodic_hook.hpp"
-#include "fabric/process_identity.hpp"
-#include "fabric/readiness_pipe.hpp"
-#include "fabric/run_state.hpp"
+#include "switch/runtime/bare_forwarder.hpp"
+#include "fabric/platform/child_process.hpp"
+#include "fabric/bench/forwarding_probe.hpp"
+#include "switch/runtime/periodic_hook.hpp"
+#include "fabric/platform/process_identity.hpp"
+#include "fabric/platform/readiness_pipe.hpp"
+#include "fabric/control/run_state.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {

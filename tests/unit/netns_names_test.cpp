@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "fabric/netns_topology.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
 
 namespace ethx::netns {
 namespace {

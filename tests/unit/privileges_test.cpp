@@ -1,4 +1,4 @@
-#include "fabric/privileges.hpp"
+#include "fabric/transport/net/privileges.hpp"
 
 #include <gtest/gtest.h>
 

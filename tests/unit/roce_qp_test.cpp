@@ -3,7 +3,7 @@
 // sequence NAK and on timeout; duplicates; loss, duplication and reordering; remote access
 // violations NAKed, counted and leaving memory untouched; doorbell batching; many QPs; PSN
 // wraparound; and structure-aware fuzzing of a live responder.
-#include "packet-engine/roce_node.hpp"
+#include "packet-engine/roce/roce_node.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // encoder written here from the specification, the ICRC against an independent bitwise CRC-32
 // and packets captured from a ConnectX-4 Lx NIC and from Soft-RoCE (rdma_rxe), round trips,
 // one test per decoder error, and fuzzing (random bytes, every truncation, every bit flip).
-#include "packet-engine/roce_wire.hpp"
+#include "packet-engine/roce/roce_wire.hpp"
 
 #include <gtest/gtest.h>
 

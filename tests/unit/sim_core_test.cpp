@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim_event_queue.hpp"
-#include "fabric/sim_link.hpp"
-#include "fabric/sim_topology.hpp"
-#include "fabric/topology_config.hpp"
+#include "fabric/sim/sim_event_queue.hpp"
+#include "fabric/sim/sim_link.hpp"
+#include "fabric/sim/sim_topology.hpp"
+#include "fabric/config/topology_config.hpp"
 #include "packet-engine/wire.hpp"
-#include "switch/switch_core.hpp"
+#include "switch/core/switch_core.hpp"
 
 namespace ethx::sim {
 namespace {

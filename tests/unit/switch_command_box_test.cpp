@@ -1,7 +1,7 @@
 // The switch's command mailbox in a real control region, both ends in this process: the client
 // waits for the answer, a switch that is gone or silent is reported instead of waited for, and
 // a restarted switch does not replay a command posted to its predecessor.
-#include "fabric/switch_command_box.hpp"
+#include "switch/runtime/switch_command_box.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "fabric/shm_file.hpp"
+#include "fabric/platform/shm_file.hpp"
 
 namespace ethx {
 namespace {

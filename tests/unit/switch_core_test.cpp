@@ -1,4 +1,4 @@
-#include "switch/switch_core.hpp"
+#include "switch/core/switch_core.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fabric/topology_config.hpp"
+#include "fabric/config/topology_config.hpp"
 
 #include <gtest/gtest.h>
 

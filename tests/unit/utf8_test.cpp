@@ -1,4 +1,4 @@
-#include "fabric/utf8.hpp"
+#include "fabric/config/utf8.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,339 @@
+#include "fabric/bench/soak_command.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "address-map/config_error.hpp"
+#include "fabric/control/attached_fabric.hpp"
+#include "fabric/config/config_overlay.hpp"
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/config/topology_config.hpp"
+
+namespace ethx {
+namespace {
+
+using nlohmann::json;
+
+struct RunSpec {
+  std::string label;
+  std::string reliability;
+  bool faults = false;
+  std::uint64_t ops = 0;
+};
+
+void progress(const SoakOptions& options, const std::string& text) {
+  if (!options.quiet) std::cerr << "ethx soak: " << text << "\n";
+}
+
+std::uint64_t sum_of(const std::vector<json>& results, const char* key) {
+  std::uint64_t total = 0;
+  for (const json& result : results) total += result.value(key, std::uint64_t{0});
+  return total;
+}
+
+std::uint64_t sum_of_links(const std::vector<json>& results, const char* key) {
+  std::uint64_t total = 0;
+  for (const json& result : results) {
+    total += result["stats"]["links"].value(key, std::uint64_t{0});
+  }
+  return total;
+}
+
+// Runs the soak mix on every GPU of a started fabric and sums what the nodes report.
+std::vector<json> soak_all(FabricClient& client, std::size_t gpu_count, std::uint64_t ops,
+                           std::uint64_t seed) {
+  const std::uint64_t per_gpu = (ops + gpu_count - 1) / gpu_count;
+  std::vector<std::pair<GpuId, json>> commands;
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
+    commands.emplace_back(static_cast<GpuId>(gpu),
+                          json{{"op", "soak"}, {"ops", per_gpu}, {"seed", seed}});
+  }
+  return client.run_parallel(commands);
+}
+
+json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats);
+
+json run_one(const SoakOptions& options, const std::string& transport, const RunSpec& spec,
+             const std::string& config_path) {
+  TopologyConfig topology = load_topology(config_path, options.gpus);
+  const std::string fabric_name = "s" + std::to_string(::getpid()) + spec.label.substr(0, 1);
+  LaunchOptions launch;
+  launch.transport = transport;
+  FabricLauncher fabric(fabric_name, config_path, topology, launch);
+  progress(options, spec.label + ": " + std::to_string(topology.gpu_count) + " GPUs over " +
+                        transport + ", reliability " + spec.reliability +
+                        (spec.faults ? ", with faults" : ", no faults") + ", " +
+                        std::to_string(spec.ops) + " operations");
+  fabric.start();
+  // What the mode costs one load when nothing is lost (not measured under faults: a lost echo
+  // frame has no retransmission and would cost its whole timeout).
+  json latency;
+  if (!spec.faults) {
+    latency = fabric.client().run(
+        0, json{{"op", "echo_and_load_latency"}, {"peer", 1}, {"count", 2000}, {"bytes", 8}});
+  }
+  const std::vector<json> results =
+      soak_all(fabric.client(), topology.gpu_count, spec.ops, options.seed);
+  json run = summarize(spec, results, fabric.stop());
+  if (!latency.is_null()) {
+    run["load_p50_ns"] = latency["load"]["p50_ns"];
+    run["echo_p50_ns"] = latency["echo"]["p50_ns"];
+  }
+  progress(options, spec.label + ": " + std::to_string(run["verified_ops"].get<std::uint64_t>()) +
+                        " verified, " + std::to_string(run["mismatches"].get<std::uint64_t>()) +
+                        " mismatches, " + std::to_string(run["hung_ops"].get<std::uint64_t>()) +
+                        " hung, " + std::to_string(run["mops"].get<double>()) + " Mops/s");
+  return run;
+}
+
+json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats) {
+  std::uint64_t first_start = 0, last_end = 0;
+  for (const json& result : results) {
+    const auto start = result["start_ns"].get<std::uint64_t>();
+    const auto end = result["end_ns"].get<std::uint64_t>();
+    if (first_start == 0 || start < first_start) first_start = start;
+    last_end = std::max(last_end, end);
+  }
+  const double seconds =
+      last_end > first_start ? static_cast<double>(last_end - first_start) * 1e-9 : 0.0;
+  const std::uint64_t ops = sum_of(results, "ops");
+  std::uint64_t frames_tx = 0, faults_dropped = 0, faults_corrupted = 0, wire_bytes = 0,
+                switch_malformed = 0;
+  for (const json& result : results) frames_tx += result["stats"]["frames_tx"].get<std::uint64_t>();
+  const json ports =
+      switch_stats.is_object() ? switch_stats.value("ports", json::array()) : json::array();
+  for (const json& port : ports) {
+    faults_dropped += port.value("faults_dropped", std::uint64_t{0});
+    faults_corrupted += port.value("faults_corrupted", std::uint64_t{0});
+    switch_malformed += port.value("drops_malformed", std::uint64_t{0});
+    wire_bytes += port.value("rx_bytes", std::uint64_t{0});
+  }
+  json run{{"label", spec.label},
+           {"reliability", spec.reliability},
+           {"faults", spec.faults},
+           {"ops", ops},
+           {"verified_ops", sum_of(results, "verified_ops")},
+           {"mismatches", sum_of(results, "mismatches")},
+           {"hung_ops", sum_of(results, "timeouts")},
+           {"errors", sum_of(results, "errors")},
+           {"seconds", seconds},
+           {"mops", seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0},
+           {"frames_sent", frames_tx},
+           {"retransmitted_on_nak", sum_of_links(results, "retransmitted_on_nak")},
+           {"retransmitted_on_timer", sum_of_links(results, "retransmitted_on_timer")},
+           {"retransmit_timeouts", sum_of_links(results, "retransmit_timeouts")},
+           {"acks_sent", sum_of_links(results, "acks_sent")},
+           {"naks_sent", sum_of_links(results, "naks_sent")},
+           {"duplicates_dropped", sum_of_links(results, "duplicates_dropped")},
+           {"gaps_dropped", sum_of_links(results, "gaps_dropped")},
+           {"frames_held_for_credit", sum_of_links(results, "frames_held")}};
+  // Switch counters only when this run owned its switch (an attached fabric's are cumulative;
+  // `ethx status` shows them).
+  if (!ports.empty()) {
+    run["frame_bytes_received_by_switch"] = wire_bytes;
+    run["frame_bytes_per_op"] =
+        ops > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(ops) : 0.0;
+    run["switch_faults_dropped"] = faults_dropped;
+    run["switch_faults_corrupted"] = faults_corrupted;
+    run["switch_drops_malformed"] = switch_malformed;
+  }
+  std::uint64_t malformed = 0;
+  for (const json& result : results) malformed += result["stats"]["malformed"].get<std::uint64_t>();
+  run["malformed_at_nodes"] = malformed;
+  return run;
+}
+
+void print_table(const json& report) {
+  std::vector<const json*> runs;
+  std::printf("%-26s", "");
+  for (const json& run : report["runs"]) {
+    runs.push_back(&run);
+    std::printf(" %12s", run["label"].get<std::string>().c_str());
+  }
+  std::printf("\n");
+  auto row = [&](const char* name, const char* key, bool is_double) {
+    std::printf("%-26s", name);
+    for (const json* run : runs) {
+      if (!run->contains(key)) {
+        std::printf(" %12s", "-");
+      } else if (is_double) {
+        std::printf(" %12.3f", (*run)[key].get<double>());
+      } else {
+        std::printf(" %12llu", static_cast<unsigned long long>((*run)[key].get<std::uint64_t>()));
+      }
+    }
+    std::printf("\n");
+  };
+  row("operations", "ops", false);
+  row("verified operations", "verified_ops", false);
+  row("mismatches", "mismatches", false);
+  row("hung (timed out)", "hung_ops", false);
+  row("errors", "errors", false);
+  row("throughput, Mops/s", "mops", true);
+  row("8 B load p50, ns", "load_p50_ns", true);
+  row("frame bytes per op", "frame_bytes_per_op", true);
+  row("injected drops", "switch_faults_dropped", false);
+  row("injected corruptions", "switch_faults_corrupted", false);
+  row("resent after NAK", "retransmitted_on_nak", false);
+  row("resent after timer", "retransmitted_on_timer", false);
+  row("standalone ACKs", "acks_sent", false);
+  row("duplicates dropped", "duplicates_dropped", false);
+  if (report.contains("faulted_to_sequenced_throughput")) {
+    std::printf("faulted / sequenced throughput: %.3f\n",
+                report["faulted_to_sequenced_throughput"].get<double>());
+    std::printf("sequenced / bare throughput:    %.3f\n",
+                report["sequenced_to_bare_throughput"].get<double>());
+  }
+}
+
+// `ethx soak --fabric NAME`: the mix on a fabric `ethx up` left running, with its own config
+// and whatever faults `ethx fault` has set; the switch's counters are in `ethx status`.
+json run_attached(const SoakOptions& options) {
+  AttachedFabric fabric(options.fabric);
+  const TopologyConfig topology = fabric.topology();
+  const RunSpec spec{"attached", topology.reliability.enabled ? "go-back-n" : "off", false,
+                     options.ops};
+  progress(options, "attached to fabric '" + options.fabric + "' (" +
+                        std::to_string(topology.gpu_count) + " GPUs over " +
+                        fabric.state().transport + ", reliability " + spec.reliability + "), " +
+                        std::to_string(options.ops) + " operations");
+  json report{{"gpus", topology.gpu_count},
+              {"transport", fabric.state().transport},
+              {"fabric", options.fabric},
+              {"reliability", spec.reliability},
+              {"runs", json::array()}};
+  report["runs"].push_back(summarize(
+      spec, soak_all(fabric.client(), topology.gpu_count, options.ops, options.seed), json()));
+  return report;
+}
+
+// Judges the last run (the faulted one, or the attached one), prints, returns the exit status.
+int finish(json& report, const SoakOptions& options) {
+  const json& judged = report["runs"].back();
+  const bool clean = judged["mismatches"].get<std::uint64_t>() == 0 &&
+                     judged["hung_ops"].get<std::uint64_t>() == 0 &&
+                     judged["errors"].get<std::uint64_t>() == 0;
+  report["passed"] = clean;
+  if (options.json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    print_table(report);
+    std::printf("%s\n", clean ? "PASSED: nothing lost, corrupted or hung"
+                              : "FAILED: operations were lost, corrupted or hung");
+  }
+  return clean ? 0 : 1;
+}
+
+}  // namespace
+
+int run_soak(const SoakOptions& options) {
+  std::string transport;
+  try {
+    transport = choose_transport(options.transport, "ethx soak");
+  } catch (const TransportUnavailable& error) {
+    std::cerr << error.what() << "\n";
+    return 2;
+  }
+  if (!parse_reliability_mode(options.reliability)) {
+    std::cerr << "ethx soak: --reliability: must be \"off\" or \"go-back-n\" (got \""
+              << options.reliability << "\")\n";
+    return 2;
+  }
+  for (const auto& [name, rate] :
+       {std::pair{"--loss", options.loss_rate}, std::pair{"--corrupt", options.corrupt_rate},
+        std::pair{"--reorder", options.reorder_rate}}) {
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+      std::cerr << "ethx soak: " << name << ": must be a probability in [0, 1] (got " << rate
+                << ")\n";
+      return 2;
+    }
+  }
+  install_stop_signals(false);
+  std::signal(SIGPIPE, SIG_IGN);
+  if (!options.fabric.empty()) {
+    json report;
+    try {
+      report = run_attached(options);
+    } catch (const FabricNotUp& error) {
+      std::cerr << "ethx soak: " << error.what() << "\n";
+      return 2;
+    } catch (const std::exception& error) {
+      std::cerr << "ethx soak: " << error.what() << "\n";
+      return 1;
+    }
+    return finish(report, options);
+  }
+  const TopologyConfig base = load_topology(options.config_path, options.gpus);
+
+  // The run's topology files live only as long as the command.
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("ethx-soak-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  struct RemoveOnExit {
+    std::filesystem::path path;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } remove_on_exit{directory};
+
+  const std::uint64_t baseline_ops = options.baseline_ops > 0
+                                         ? options.baseline_ops
+                                         : std::min<std::uint64_t>(options.ops, 2'000'000);
+  std::vector<RunSpec> specs;
+  if (!options.skip_baselines) {
+    specs.push_back({"bare", "off", false, baseline_ops});
+    specs.push_back({"sequenced", options.reliability, false, baseline_ops});
+  }
+  specs.push_back({"faulted", options.reliability, true, options.ops});
+
+  json report{{"gpus", base.gpu_count},
+              {"transport", transport},
+              {"loss_rate", options.loss_rate},
+              {"corrupt_rate", options.corrupt_rate},
+              {"reorder_rate", options.reorder_rate},
+              {"reliability", options.reliability},
+              {"runs", json::array()}};
+  try {
+    for (const RunSpec& spec : specs) {
+      ConfigOverlay overlay;
+      overlay.reliability_mode = spec.reliability;
+      std::vector<std::pair<PortId, PortFaults>> faults;
+      if (spec.faults) {
+        for (std::size_t port = 0; port < base.gpu_count; ++port) {
+          faults.emplace_back(
+              static_cast<PortId>(port),
+              PortFaults{options.loss_rate, options.corrupt_rate, options.reorder_rate});
+        }
+      }
+      overlay.faults = faults;
+      overlay.fault_seed = options.seed;
+      const std::string path = (directory / (spec.label + ".toml")).string();
+      write_config_overlay(options.config_path, overlay, path);
+      report["runs"].push_back(run_one(options, transport, spec, path));
+    }
+  } catch (const ConfigError& error) {
+    std::cerr << "ethx soak: " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "ethx soak: " << error.what() << "\n";
+    return 1;
+  }
+  if (report["runs"].size() == 3) {
+    const double bare = report["runs"][0]["mops"].get<double>();
+    const double sequenced = report["runs"][1]["mops"].get<double>();
+    report["sequenced_to_bare_throughput"] = bare > 0 ? sequenced / bare : 0.0;
+    report["faulted_to_sequenced_throughput"] =
+        sequenced > 0 ? report["runs"][2]["mops"].get<double>() / sequenced : 0.0;
+  }
+  return finish(report, options);
+}
+
+}  // namespace ethx

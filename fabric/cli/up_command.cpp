@@ -1,0 +1,381 @@
+#include "fabric/cli/up_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/config/fabric_names.hpp"
+#include "switch/runtime/fault_change.hpp"
+#include "fabric/vm/guest_agent.hpp"
+#include "fabric/vm/kvm_probe.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/platform/process_identity.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/platform/shm_file.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/vm/vm_plan.hpp"
+
+namespace ethx {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t unix_now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Removes everything a run record names: processes (only if they are still the recorded
+// ones), namespaces with their veths and XDP programs, shared-memory files, the directory.
+// Returns what it removed, one item per line; throws if something could not be removed.
+std::vector<std::string> remove_recorded(const RunDirectory& directory, const RunState& state) {
+  std::vector<std::string> removed;
+  // Nodes first, so the switch never sees a node talk into a closed port; `ethx up` itself
+  // (if it is still starting) before anything it could restart.
+  std::vector<const RecordedProcess*> order;
+  for (const RecordedProcess& process : state.processes) {
+    if (process.role == "up") order.insert(order.begin(), &process);
+  }
+  for (const RecordedProcess& process : state.processes) {
+    if (process.role != "up" && process.role != "switch") order.push_back(&process);
+  }
+  for (const RecordedProcess& process : state.processes) {
+    if (process.role == "switch") order.push_back(&process);
+  }
+  for (const RecordedProcess* process : order) {
+    if (terminate_recorded_process(process->pid, process->start_time)) {
+      removed.push_back("process " + process->role + " (pid " + std::to_string(process->pid) + ")");
+    }
+  }
+  if (!state.netns_tag.empty()) {
+    for (std::string& name : netns::cleanup_by_prefix(netns::run_prefix(state.netns_tag))) {
+      removed.push_back("network namespace " + name);
+    }
+  }
+  for (const std::string& name : state.shared_memory) {
+    if (shm::SharedMemoryFile::exists(name)) {
+      shm::SharedMemoryFile::remove(name);
+      removed.push_back("shared memory " + name);
+    }
+  }
+  // Anything else of this fabric in /dev/shm (a file created after the record was written).
+  const std::string prefix = std::string(kNamePrefix) + state.fabric + "-";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind(prefix, 0) == 0) {
+      std::filesystem::remove(entry.path(), error);
+      removed.push_back("shared memory /" + file);
+    }
+  }
+  directory.remove();
+  removed.push_back("run directory " + directory.path());
+  // Verify rather than trust: a namespace that survived (busy mount, EBUSY) is an error.
+  if (!state.netns_tag.empty()) {
+    for (const std::string& ns : netns::list_namespaces()) {
+      if (ns.rfind(netns::run_prefix(state.netns_tag), 0) == 0) {
+        throw std::runtime_error("network namespace " + ns + " could not be removed");
+      }
+    }
+  }
+  return removed;
+}
+
+// The ports that inject faults or have injected some, one line each; nothing if none did.
+void print_faults(const json& ports) {
+  bool header = false;
+  for (const json& port : ports) {
+    if (!port.contains("faults")) continue;  // a switch from before fault injection
+    auto count = [&port](const char* key) {
+      return static_cast<unsigned long long>(port.value(key, std::uint64_t{0}));
+    };
+    const std::string active = describe_port_faults(port["faults"]);
+    if (active == "none" && count("faults_dropped") + count("faults_corrupted") +
+                                    count("faults_reordered") + count("faults_delayed") +
+                                    count("drops_link_down") ==
+                                0) {
+      continue;
+    }
+    if (!header) std::printf("\n  injected faults:\n");
+    header = true;
+    std::printf(
+        "  port %-3d %s; dropped %llu, corrupted %llu, reordered %llu, delayed %llu "
+        "(%llu spikes), link-down drops %llu\n",
+        port["port"].get<int>(), active.c_str(), count("faults_dropped"), count("faults_corrupted"),
+        count("faults_reordered"), count("faults_delayed"), count("faults_delay_spikes"),
+        count("drops_link_down"));
+  }
+}
+
+bool any_running(const RunState& state) {
+  for (const RecordedProcess& process : state.processes) {
+    if (process.role != "up" && process.running()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int run_up(const UpOptions& options) {
+  std::string transport;
+  try {
+    transport = choose_transport(options.transport, "ethx up");  // privileges first
+  } catch (const TransportUnavailable& error) {
+    std::cerr << error.what() << "\n";
+    return 2;
+  }
+  RunDirectory directory(options.name);
+  VmPlan vms;
+  vms.count = options.vms;
+  vms.gpus_per_vm = options.gpus_per_vm;
+  vms.kernel_args.assign(vms.count, options.vm_append);
+  vms.guest_nics = options.guest_nics;
+  if (options.guest_nics && (vms.count == 0 || !is_socket_transport(transport))) {
+    std::cerr << "ethx up: --guest-nics needs --vms and a socket transport (afxdp or afpacket, as "
+                 "root; the guest NICs are taps joined to the switch)\n";
+    return 2;
+  }
+  std::size_t gpus = options.gpus;
+  if (vms.count > 0) {
+    locate_vm_image(vms);
+    const AcceleratorChoice accel = choose_accelerator(vms);
+    vms.accel = accel.accel;
+    std::cerr << "ethx up: VMs use " << accel.accel << ": " << accel.reason << "\n";
+    if (gpus == 0) gpus = vms.vm_gpus();
+    if (gpus < vms.vm_gpus()) {
+      throw ConfigError("--gpus " + std::to_string(gpus) +
+                        " is fewer than --vms × --gpus-per-vm (" + std::to_string(vms.vm_gpus()) +
+                        ")");
+    }
+  }
+  const TopologyConfig topology = load_topology(options.config_path, gpus);
+  directory.lock();
+  directory.lock_switch();  // a restart of the switch of an earlier record finishes first
+  if (const std::optional<RunState> earlier = directory.load()) {
+    if (any_running(*earlier)) {
+      std::cerr << "ethx up: fabric '" << options.name << "' is already up (" << earlier->gpus
+                << " GPUs over " << earlier->transport << ", run directory " << directory.path()
+                << "); see `ethx status --name " << options.name
+                << "`, stop it with `ethx down --name " << options.name
+                << "`, or start another with --name\n";
+      return 1;
+    }
+    remove_recorded(directory, *earlier);
+    std::cerr << "ethx up: removed the remains of an earlier '" << options.name
+              << "' whose processes were gone\n";
+  }
+  directory.create();
+
+  RunState state;
+  state.name = options.name;
+  state.fabric = "up-" + options.name;
+  state.transport = transport;
+  state.gpus = topology.gpu_count;
+  state.config_path = options.config_path.empty()
+                          ? std::string()
+                          : std::filesystem::absolute(options.config_path).string();
+  state.created_unix_s = unix_now_s();
+  state.vms = vms.count;
+  state.gpus_per_vm = vms.gpus_per_vm;
+  state.guest_nics = vms.guest_nics;
+  state.processes.push_back({"up", ::getpid(), process_start_time(::getpid())});
+  state.stats_file = directory.path() + "/switch-stats.json";
+
+  LaunchOptions launch;
+  launch.transport = transport;
+  launch.detached = true;
+  launch.log_directory = directory.path();
+  launch.stats_path = state.stats_file;
+  launch.vms = vms;
+  if (is_socket_transport(transport)) {
+    launch.netns_tag = netns::random_tag();
+    state.netns_tag = launch.netns_tag;
+    state.namespaces.push_back(netns::switch_namespace(state.netns_tag));
+    for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
+      state.namespaces.push_back(netns::node_namespace(state.netns_tag, gpu));
+      state.links.push_back(netns::switch_interface(state.netns_tag, gpu));
+      state.links.push_back(netns::node_interface(state.netns_tag, gpu));
+    }
+    if (vms.guest_nics) {
+      state.namespaces.push_back(netns::host_port_namespace(state.netns_tag));
+      for (const std::string& port : guest_nic_switch_ports(state.netns_tag, vms.count)) {
+        state.links.push_back(port);
+      }
+      state.links.push_back(netns::host_port_interface(state.netns_tag));
+    }
+  }
+  launch.on_spawn = [&](const std::string& role, pid_t pid) {
+    state.processes.push_back({role, pid, process_start_time(pid)});
+    directory.save(state);
+  };
+  install_stop_signals(false);
+  // `ethx up | head` must not kill us half-way through starting: writes fail with EPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  FabricLauncher fabric(state.fabric, state.config_path, topology, launch);
+  state.shared_memory = fabric.shared_memory_names();
+  // Recorded before anything exists: a SIGKILL from here on leaves a record `ethx down` reads.
+  directory.save(state);
+  try {
+    if (!options.quiet) {
+      std::cerr << "ethx up: starting '" << options.name << "': " << topology.gpu_count
+                << " GPUs over " << transport << "\n";
+    }
+    fabric.start();
+  } catch (...) {
+    // The launcher's destructor (not detached) ends what it started and removes its files and
+    // namespaces; the record goes with them.
+    std::error_code ignored;
+    std::filesystem::remove_all(directory.path(), ignored);
+    throw;
+  }
+  fabric.detach();
+  state.processes.erase(state.processes.begin());  // `ethx up` itself is done
+  state.phase = "up";
+  directory.save(state);
+  std::cout << "ethx up: fabric '" << options.name << "' is up: " << topology.gpu_count
+            << " GPUs over " << transport;
+  if (vms.count > 0) {
+    std::cout << " (" << vms.vm_gpus() << " in " << vms.count << " VMs; consoles "
+              << directory.path() << "/vm-<k>.console)";
+  }
+  std::cout << "; run directory " << directory.path() << "\n";
+  return 0;
+}
+
+int run_down(const DownOptions& options) {
+  std::vector<std::string> names;
+  if (options.all) {
+    names = list_run_directories();
+  } else {
+    names.push_back(options.name);
+  }
+  if (names.empty() && !options.quiet) std::cout << "ethx down: no fabric is up\n";
+  int status = 0;
+  for (const std::string& name : names) {
+    RunDirectory directory(name);
+    directory.lock();
+    directory.lock_switch();  // a switch restart under way records its new switch first
+    std::optional<RunState> state;
+    try {
+      state = directory.load();
+    } catch (const std::exception& error) {
+      std::cerr << "ethx down: '" << name << "': " << error.what() << "\n";
+      status = 1;
+      continue;
+    }
+    if (!state) {
+      if (!options.quiet) {
+        std::cout << "ethx down: no fabric '" << name << "' is up (nothing in " << directory.path()
+                  << ")\n";
+      }
+      continue;
+    }
+    try {
+      const std::vector<std::string> removed = remove_recorded(directory, *state);
+      if (!options.quiet) {
+        std::cout << "ethx down: '" << name << "' removed:\n";
+        for (const std::string& item : removed) std::cout << "  " << item << "\n";
+      }
+    } catch (const std::exception& error) {
+      std::cerr << "ethx down: '" << name << "': " << error.what() << "\n";
+      status = 1;
+    }
+  }
+  return status;
+}
+
+int run_guest(const GuestOptions& options) {
+  RunDirectory directory(options.name);
+  directory.lock();  // one user of the agents at a time
+  const std::optional<RunState> state = directory.load();
+  if (!state) {
+    std::cerr << "ethx guest: no fabric '" << options.name << "' is up\n";
+    return 3;
+  }
+  if (options.vm >= state->vms) {
+    std::cerr << "ethx guest: fabric '" << options.name << "' has " << state->vms << " VMs\n";
+    return 2;
+  }
+  install_stop_signals(false);
+  GuestAgent agent(vm_agent_path(directory.path(), options.vm), 10'000);
+  const GuestBlock block = agent.run(options.arguments, options.timeout_ms);
+  std::cout << block.output;
+  return block.exit_status;
+}
+
+int run_status(const StatusOptions& options) {
+  RunDirectory directory(options.name);
+  const std::optional<RunState> state = directory.load();
+  if (!state) {
+    if (options.json) {
+      std::cout << json{{"name", options.name}, {"up", false}}.dump(2) << "\n";
+    } else {
+      std::cout << "ethx status: no fabric '" << options.name << "' is up\n";
+    }
+    return 3;
+  }
+  json report = state->to_json();
+  report["up"] = true;
+  report["run_directory"] = directory.path();
+  bool all_running = state->phase == "up";
+  json processes = json::array();
+  for (const RecordedProcess& process : state->processes) {
+    const bool running = process.running();
+    all_running = all_running && running;
+    processes.push_back({{"role", process.role}, {"pid", process.pid}, {"running", running}});
+  }
+  report["processes"] = processes;
+  json namespaces = json::array();
+  const std::vector<std::string> existing = netns::list_namespaces();
+  for (const std::string& ns : state->namespaces) {
+    const bool present = std::find(existing.begin(), existing.end(), ns) != existing.end();
+    all_running = all_running && present;
+    namespaces.push_back({{"name", ns}, {"present", present}});
+  }
+  report["namespaces"] = namespaces;
+  std::ifstream in(state->stats_file);
+  json stats = in ? json::parse(in, nullptr, false) : json();
+  if (!stats.is_discarded() && !stats.is_null()) report["switch"] = stats;
+  report["healthy"] = all_running;
+
+  if (options.json) {
+    std::cout << report.dump(2) << "\n";
+    return all_running ? 0 : 1;
+  }
+  std::printf("fabric '%s': %zu GPUs over %s, %s (run directory %s)\n", state->name.c_str(),
+              state->gpus, state->transport.c_str(),
+              all_running ? "running" : (state->phase == "up" ? "DEGRADED" : "starting"),
+              directory.path().c_str());
+  for (const json& process : processes) {
+    std::printf("  %-10s pid %-8d %s\n", process["role"].get<std::string>().c_str(),
+                process["pid"].get<int>(), process["running"].get<bool>() ? "running" : "GONE");
+  }
+  if (report.contains("switch")) {
+    std::printf("\n  %-5s %12s %12s %10s %10s %10s %10s\n", "port", "rx frames", "tx frames",
+                "malformed", "queue full", "unknown", "spoofed");
+    for (const json& port : report["switch"]["ports"]) {
+      std::printf(
+          "  %-5d %12llu %12llu %10llu %10llu %10llu %10llu\n", port["port"].get<int>(),
+          static_cast<unsigned long long>(port["rx_frames"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port["tx_frames"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port["drops_malformed"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port["drops_queue_full"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port["drops_unknown_destination"].get<std::uint64_t>()),
+          static_cast<unsigned long long>(port.value("drops_spoofed", std::uint64_t{0})));
+    }
+    print_faults(report["switch"]["ports"]);
+  }
+  return all_running ? 0 : 1;
+}
+
+}  // namespace ethx

@@ -1,0 +1,438 @@
+#include "fabric/config/topology_config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <toml.hpp>
+
+#include "fabric/config/default_topology_text.hpp"
+#include "fabric/config/utf8.hpp"
+
+namespace ethx {
+namespace {
+
+// Reads typed fields of one TOML table and names the field in every error.
+class TableReader {
+ public:
+  TableReader(const toml::value& table, std::string path, const std::string& source)
+      : table_(table), path_(std::move(path)), source_(source) {
+    if (!table_.is_table()) fail("", "must be a table");
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& reason) const {
+    std::string field = path_;
+    if (!key.empty()) field += (field.empty() ? "" : ".") + key;
+    throw ConfigError(source_ + ": " + field + ": " + reason);
+  }
+
+  // Rejects keys the format does not know, so a typo is an error instead of a silent default.
+  void allow_only(std::initializer_list<std::string_view> known) const {
+    for (const auto& [key, value] : table_.as_table()) {
+      bool found = false;
+      for (auto name : known) found = found || name == key;
+      if (!found) fail(key, "unknown key");
+    }
+  }
+
+  bool has(const std::string& key) const { return table_.as_table().count(key) != 0; }
+
+  std::uint64_t unsigned_field(const std::string& key, std::uint64_t fallback, std::uint64_t min,
+                               std::uint64_t max) const {
+    if (!has(key)) return fallback;
+    const toml::value& value = table_.as_table().at(key);
+    if (!value.is_integer()) fail(key, "must be an integer");
+    const std::int64_t number = value.as_integer();
+    if (number < 0 || static_cast<std::uint64_t>(number) < min ||
+        static_cast<std::uint64_t>(number) > max) {
+      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                    " (got " + std::to_string(number) + ")");
+    }
+    return static_cast<std::uint64_t>(number);
+  }
+
+  double double_field(const std::string& key, double fallback, double min, double max) const {
+    if (!has(key)) return fallback;
+    const toml::value& value = table_.as_table().at(key);
+    double number = 0;
+    if (value.is_floating()) {
+      number = value.as_floating();
+    } else if (value.is_integer()) {
+      number = static_cast<double>(value.as_integer());
+    } else {
+      fail(key, "must be a number");
+    }
+    if (!(number >= min && number <= max)) {
+      std::ostringstream reason;
+      reason << "must be between " << min << " and " << max << " (got " << number << ")";
+      fail(key, reason.str());
+    }
+    return number;
+  }
+
+  bool bool_field(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const toml::value& value = table_.as_table().at(key);
+    if (!value.is_boolean()) fail(key, "must be true or false");
+    return value.as_boolean();
+  }
+
+  std::string string_field(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const toml::value& value = table_.as_table().at(key);
+    if (!value.is_string()) fail(key, "must be a string");
+    return value.as_string().str;
+  }
+
+  Rights rights_field(const std::string& key, Rights fallback) const {
+    if (!has(key)) return fallback;
+    Rights rights = kRightNone;
+    if (!parse_rights(string_field(key, ""), rights)) {
+      fail(key, "must be a subset of \"rwa\" (read, write, atomic)");
+    }
+    return rights;
+  }
+
+  MacAddr mac_field(const std::string& key, MacAddr fallback) const {
+    if (!has(key)) return fallback;
+    auto mac = MacAddr::parse(string_field(key, ""));
+    if (!mac) fail(key, "must be a MAC address like \"02:e7:68:00:00:01\"");
+    if (mac->is_multicast()) fail(key, "must be a unicast MAC address");
+    return *mac;
+  }
+
+ private:
+  const toml::value& table_;
+  std::string path_;
+  const std::string& source_;
+};
+
+const toml::value* find_child(const toml::value& root, const std::string& key) {
+  const auto& table = root.as_table();
+  auto found = table.find(key);
+  return found == table.end() ? nullptr : &found->second;
+}
+
+}  // namespace
+
+std::optional<bool> parse_reliability_mode(std::string_view mode) {
+  if (mode == "off") return false;
+  if (mode == "go-back-n") return true;
+  return std::nullopt;
+}
+
+namespace {
+
+void read_fabric(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader fabric(node, "fabric", source);
+  fabric.allow_only({"gpus", "hbm_bytes", "aperture_bytes", "frame_bytes_max", "max_outstanding",
+                     "request_timeout_ns", "write_combine_ns", "default_rights"});
+  config.gpu_count = fabric.unsigned_field("gpus", config.gpu_count, kMinGpus, kMaxGpus);
+  config.hbm_bytes = fabric.unsigned_field("hbm_bytes", config.hbm_bytes, 4096, 1ull << 40);
+  if (config.hbm_bytes % 4096 != 0) fabric.fail("hbm_bytes", "must be a multiple of 4096");
+  config.aperture_bytes =
+      fabric.unsigned_field("aperture_bytes", config.aperture_bytes, 4096, 1ull << 40);
+  config.frame_bytes_max = fabric.unsigned_field("frame_bytes_max", config.frame_bytes_max, 128,
+                                                 wire::kAbsoluteFrameBytesMax);
+  config.max_outstanding = static_cast<std::uint32_t>(
+      fabric.unsigned_field("max_outstanding", config.max_outstanding, 1, kMaxOutstandingLimit));
+  config.request_timeout_ns =
+      fabric.unsigned_field("request_timeout_ns", config.request_timeout_ns, 1000, 60'000'000'000);
+  config.write_combine_ns =
+      fabric.unsigned_field("write_combine_ns", config.write_combine_ns, 0, 1'000'000'000);
+  config.default_rights = fabric.rights_field("default_rights", config.default_rights);
+}
+
+void read_switch(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "switch", source);
+  table.allow_only(
+      {"forwarding_latency_ns", "egress_queue_bytes", "learning", "port_security", "fault_seed"});
+  config.fault_seed = table.unsigned_field("fault_seed", config.fault_seed, 0,
+                                           std::numeric_limits<std::uint64_t>::max() >> 1);
+  config.switch_forwarding_latency_ns = table.unsigned_field(
+      "forwarding_latency_ns", config.switch_forwarding_latency_ns, 0, 1'000'000'000);
+  config.switch_egress_queue_bytes = table.unsigned_field(
+      "egress_queue_bytes", config.switch_egress_queue_bytes, 4096, 1ull << 32);
+  config.switch_learning = table.bool_field("learning", config.switch_learning);
+  config.switch_port_security = table.bool_field("port_security", config.switch_port_security);
+}
+
+void read_reliability(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "reliability", source);
+  table.allow_only({"mode", "window_frames", "retransmit_timeout_ns", "retransmit_timeout_max_ns",
+                    "ack_delay_ns"});
+  ReliabilityConfig& reliability = config.reliability;
+  const std::string mode = table.string_field("mode", reliability.enabled ? "go-back-n" : "off");
+  const std::optional<bool> enabled = parse_reliability_mode(mode);
+  if (!enabled) table.fail("mode", "must be \"off\" or \"go-back-n\" (got \"" + mode + "\")");
+  reliability.enabled = *enabled;
+  reliability.window_frames = static_cast<std::uint32_t>(
+      table.unsigned_field("window_frames", reliability.window_frames, 1, kMaxWindowFrames));
+  reliability.retransmit_timeout_ns = table.unsigned_field(
+      "retransmit_timeout_ns", reliability.retransmit_timeout_ns, 1000, 10'000'000'000);
+  reliability.retransmit_timeout_max_ns =
+      table.unsigned_field("retransmit_timeout_max_ns", reliability.retransmit_timeout_max_ns,
+                           reliability.retransmit_timeout_ns, 60'000'000'000);
+  reliability.ack_delay_ns =
+      table.unsigned_field("ack_delay_ns", reliability.ack_delay_ns, 0, 1'000'000'000);
+}
+
+void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "link", source);
+  table.allow_only({"rate_gbps", "propagation_ns"});
+  config.link_rate_gbps = table.double_field("rate_gbps", config.link_rate_gbps, 0.001, 1e6);
+  config.link_propagation_ns =
+      table.unsigned_field("propagation_ns", config.link_propagation_ns, 0, 1'000'000'000);
+}
+
+void read_sim(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "sim", source);
+  table.allow_only({"issue_ns", "completer_ns", "nic_latency_ns"});
+  config.sim_issue_ns = table.unsigned_field("issue_ns", config.sim_issue_ns, 0, 1'000'000'000);
+  config.sim_completer_ns =
+      table.unsigned_field("completer_ns", config.sim_completer_ns, 0, 1'000'000'000);
+  config.sim_nic_latency_ns =
+      table.unsigned_field("nic_latency_ns", config.sim_nic_latency_ns, 0, 1'000'000'000);
+}
+
+// Interface and namespace names: empty (the default) or a plain file name.
+bool valid_linux_name(const std::string& name, std::size_t max_length) {
+  if (name.size() > max_length || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c <= ' ' || c == 0x7f) return false;
+  }
+  return true;
+}
+
+void read_gpus(const toml::value& node, const std::string& source, TopologyConfig& config,
+               std::vector<std::pair<GpuId, GpuConfig>>& overrides) {
+  if (!node.is_array()) throw ConfigError(source + ": gpu: must be an array of tables [[gpu]]");
+  std::size_t index = 0;
+  for (const toml::value& entry : node.as_array()) {
+    TableReader gpu(entry, "gpu[" + std::to_string(index++) + "]", source);
+    gpu.allow_only(
+        {"id", "mac", "partition", "export_rights", "interface", "netns", "reliability"});
+    if (!gpu.has("id")) gpu.fail("id", "is required");
+    GpuConfig override;
+    override.id = static_cast<GpuId>(gpu.unsigned_field("id", 0, 0, kMaxGpus - 1));
+    override.mac = gpu.mac_field("mac", default_mac_for_gpu(override.id));
+    override.partition = static_cast<std::uint16_t>(gpu.unsigned_field("partition", 0, 0, 0xFFFF));
+    override.export_rights = gpu.rights_field("export_rights", config.default_rights);
+    override.interface = gpu.string_field("interface", "");
+    if (!valid_linux_name(override.interface, 15)) {
+      gpu.fail("interface",
+               "must be an interface name of at most 15 characters without '/' "
+               "or whitespace (got \"" +
+                   override.interface + "\")");
+    }
+    override.netns = gpu.string_field("netns", "");
+    if (!valid_linux_name(override.netns, 255)) {
+      gpu.fail("netns", "must be a network namespace name without '/' or whitespace");
+    }
+    if (gpu.has("reliability")) {
+      const std::string mode = gpu.string_field("reliability", "off");
+      override.reliable = parse_reliability_mode(mode);
+      if (!override.reliable) {
+        gpu.fail("reliability", "must be \"off\" or \"go-back-n\" (got \"" + mode + "\")");
+      }
+    }
+    overrides.emplace_back(override.id, override);
+  }
+}
+
+void read_faults(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  if (!node.is_array()) throw ConfigError(source + ": fault: must be an array of tables [[fault]]");
+  std::size_t index = 0;
+  for (const toml::value& entry : node.as_array()) {
+    TableReader table(entry, "fault[" + std::to_string(index++) + "]", source);
+    table.allow_only({"port", "drop_rate", "corrupt_rate", "reorder_rate", "delay_spike_rate",
+                      "delay_spike_us", "link"});
+    if (!table.has("port")) table.fail("port", "is required");
+    PortFaults faults;
+    const auto port = static_cast<PortId>(table.unsigned_field("port", 0, 0, kMaxGpus - 1));
+    faults.drop_rate = table.double_field("drop_rate", 0.0, 0.0, 1.0);
+    faults.corrupt_rate = table.double_field("corrupt_rate", 0.0, 0.0, 1.0);
+    faults.reorder_rate = table.double_field("reorder_rate", 0.0, 0.0, 1.0);
+    faults.delay_spike_rate = table.double_field("delay_spike_rate", 0.0, 0.0, 1.0);
+    faults.delay_spike_ns =
+        table.unsigned_field("delay_spike_us", 0, 0, kMaxDelaySpikeNs / 1000) * 1000;
+    // A rate without a length (or the reverse) would silently inject nothing.
+    if ((faults.delay_spike_rate > 0) != (faults.delay_spike_ns > 0)) {
+      table.fail(faults.delay_spike_rate > 0 ? "delay_spike_us" : "delay_spike_rate",
+                 "is needed too: a delay spike has a rate and a length");
+    }
+    const std::string link = table.string_field("link", "up");
+    if (link != "up" && link != "down") table.fail("link", "must be \"up\" or \"down\"");
+    faults.link_down = link == "down";
+    config.faults.emplace_back(port, faults);
+  }
+}
+
+void read_windows(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  if (!node.is_array()) {
+    throw ConfigError(source + ": window: must be an array of tables [[window]]");
+  }
+  std::size_t index = 0;
+  for (const toml::value& entry : node.as_array()) {
+    TableReader table(entry, "window[" + std::to_string(index) + "]", source);
+    table.allow_only({"name", "offset", "size", "gpu", "remote_base", "rights"});
+    for (const char* required : {"offset", "size", "gpu"}) {
+      if (!table.has(required)) table.fail(required, "is required");
+    }
+    Window window;
+    window.name = table.string_field("name", "window" + std::to_string(index));
+    const auto max = std::numeric_limits<std::uint64_t>::max() >> 1;
+    window.window_offset = table.unsigned_field("offset", 0, 0, max);
+    window.size_bytes = table.unsigned_field("size", 0, 1, max);
+    window.dst_gpu = static_cast<GpuId>(table.unsigned_field("gpu", 0, 0, kMaxGpus - 1));
+    window.remote_base = table.unsigned_field("remote_base", 0, 0, max);
+    window.rights = table.rights_field("rights", config.default_rights);
+    config.custom_windows.push_back(window);
+    ++index;
+  }
+}
+
+// Fills per-GPU defaults, applies overrides and checks everything that spans fields.
+void finish(TopologyConfig& config, const std::vector<std::pair<GpuId, GpuConfig>>& overrides,
+            const std::string& source) {
+  config.gpus.clear();
+  for (std::size_t id = 0; id < config.gpu_count; ++id) {
+    const auto gpu = static_cast<GpuId>(id);
+    config.gpus.push_back(
+        GpuConfig{gpu, default_mac_for_gpu(gpu), 0, config.default_rights, {}, {}, {}});
+  }
+  for (const auto& [id, override] : overrides) {
+    if (id >= config.gpu_count) {
+      throw ConfigError(source + ": gpu.id: " + std::to_string(id) + " is not below fabric.gpus (" +
+                        std::to_string(config.gpu_count) + ")");
+    }
+    config.gpus[id] = override;
+  }
+  std::set<std::uint64_t> macs;
+  for (const GpuConfig& gpu : config.gpus) {
+    if (!macs.insert(gpu.mac.as_u64()).second) {
+      throw ConfigError(source + ": gpu.mac: " + gpu.mac.to_string() + " is used by two GPUs");
+    }
+  }
+  if (config.frame_bytes_max < wire::kFrameOverheadBytes + wire::kTxnHeaderBytes + 64) {
+    throw ConfigError(source + ": fabric.frame_bytes_max: too small to carry a 64-byte payload");
+  }
+  try {
+    (void)config.address_map();
+  } catch (const ConfigError& error) {
+    throw ConfigError(source + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+std::string_view default_topology_toml() {
+  return kDefaultTopologyToml;
+}
+
+std::vector<Window> TopologyConfig::windows() const {
+  if (!custom_windows.empty()) return custom_windows;
+  return AddressMap::default_layout(gpu_count, aperture_bytes, hbm_bytes, default_rights);
+}
+
+AddressMap TopologyConfig::address_map() const {
+  return AddressMap::build(windows(), std::vector<std::uint64_t>(gpu_count, hbm_bytes));
+}
+
+EngineConfig TopologyConfig::engine_config(GpuId self) const {
+  EngineConfig engine;
+  engine.self = self;
+  engine.self_mac = gpus.at(self).mac;
+  engine.partition = gpus.at(self).partition;
+  engine.export_rights = gpus.at(self).export_rights;
+  for (const GpuConfig& gpu : gpus) engine.gpu_macs.push_back(gpu.mac);
+  engine.frame_bytes_max = frame_bytes_max;
+  engine.max_outstanding = max_outstanding;
+  engine.request_timeout_ns = request_timeout_ns;
+  engine.write_combine_ns = write_combine_ns;
+  engine.reliability = reliability;
+  if (gpus.at(self).reliable) engine.reliability.enabled = *gpus.at(self).reliable;
+  return engine;
+}
+
+SwitchConfig TopologyConfig::switch_config(std::size_t extra_ports) const {
+  SwitchConfig config;
+  config.ports.assign(gpu_count + extra_ports,
+                      SwitchPortConfig{link_rate_gbps, switch_egress_queue_bytes});
+  config.forwarding_latency_ns = switch_forwarding_latency_ns;
+  config.learning = switch_learning;
+  for (const GpuConfig& gpu : gpus) {
+    config.static_routes.emplace_back(gpu.mac, gpu.id);
+    if (switch_port_security) config.port_bindings.push_back({gpu.id, gpu.mac, gpu.id});
+  }
+  for (const auto& [port, port_faults] : faults) {
+    if (port < gpu_count) config.faults.emplace_back(port, port_faults);
+  }
+  config.fault_seed = fault_seed;
+  return config;
+}
+
+void TopologyConfig::resize(std::size_t new_gpu_count) {
+  if (new_gpu_count < kMinGpus || new_gpu_count > kMaxGpus) {
+    throw ConfigError("--gpus: must be between " + std::to_string(kMinGpus) + " and " +
+                      std::to_string(kMaxGpus) + " (got " + std::to_string(new_gpu_count) + ")");
+  }
+  std::vector<std::pair<GpuId, GpuConfig>> kept;
+  for (const GpuConfig& gpu : gpus) {
+    if (gpu.id < new_gpu_count) kept.emplace_back(gpu.id, gpu);
+  }
+  gpu_count = new_gpu_count;
+  finish(*this, kept, "--gpus");
+}
+
+TopologyConfig parse_topology(std::string_view toml_text, const std::string& source_name) {
+  // TOML text is UTF-8 by definition. Checking it here also keeps invalid UTF-8 away from
+  // toml11 3.7.1, which reads out of bounds while reporting it inside a literal string
+  // (found by fuzz_topology_config, docs/fuzzing.md).
+  if (const std::size_t bad = find_invalid_utf8(toml_text); bad != std::string_view::npos) {
+    const auto line = std::ranges::count(toml_text.substr(0, bad), '\n') + 1;
+    throw ConfigError(source_name + ": not valid TOML: invalid UTF-8 at line " +
+                      std::to_string(line));
+  }
+  toml::value root;
+  try {
+    std::istringstream stream{std::string(toml_text)};
+    root = toml::parse(stream, source_name);
+  } catch (const std::exception& error) {
+    throw ConfigError(source_name + ": not valid TOML: " + error.what());
+  }
+  TableReader top(root, "", source_name);
+  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window", "fault", "reliability"});
+  TopologyConfig config;
+  std::vector<std::pair<GpuId, GpuConfig>> overrides;
+  if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
+  if (const auto* node = find_child(root, "switch")) read_switch(*node, source_name, config);
+  if (const auto* node = find_child(root, "reliability")) {
+    read_reliability(*node, source_name, config);
+  }
+  if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
+  if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
+  if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);
+  if (const auto* node = find_child(root, "fault")) read_faults(*node, source_name, config);
+  if (const auto* node = find_child(root, "window")) read_windows(*node, source_name, config);
+  finish(config, overrides, source_name);
+  return config;
+}
+
+TopologyConfig load_topology(const std::string& path) {
+  if (path.empty()) return parse_topology(default_topology_toml(), "default topology");
+  std::ifstream file(path);
+  if (!file) throw ConfigError(path + ": cannot open the topology file");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_topology(text.str(), path);
+}
+
+TopologyConfig load_topology(const std::string& path, std::size_t gpus_override) {
+  TopologyConfig config = load_topology(path);
+  if (gpus_override != 0) config.resize(gpus_override);
+  return config;
+}
+
+}  // namespace ethx

@@ -1,0 +1,201 @@
+// ethx-node: one headless emulated GPU. Owns its local memory ("HBM") in a shared-memory file,
+// joins its switch port (a shared-memory port, or with --transport afxdp|afpacket a socket on its
+// veth in its own network namespace), serves remote loads and stores, and runs benchmark
+// commands.
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/config/fabric_names.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/workloads/node_commands.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/transport/shm/shm_node_port.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/config/topology_config.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Socket transports: the node waits in ppoll on its socket, which a futex in the control region
+// cannot wake. This thread sleeps on the mailbox's node_bell (rung by the coordinator after each
+// post) and interrupts the socket wait when a command arrives or the node should stop.
+class CommandBellThread {
+ public:
+  CommandBellThread(ethx::ControlRegion& control, std::uint32_t gpu, ethx::SocketNodePort& port)
+      : thread_([this, &control, gpu, &port] {
+          ethx::shm::WaitPolicy policy;
+          policy.spin_iterations = 0;
+          policy.yield_iterations = 0;
+          policy.max_spin_ns = 0;
+          policy.min_spin_ns = 0;
+          ethx::shm::AdaptiveWaiter waiter(policy);
+          ethx::NodeMailbox& box = control.node(gpu);
+          std::uint32_t seen = box.command_seq.load();
+          auto changed = [&] {
+            return done_.load() || ethx::g_stop_requested.load() || box.command_seq.load() != seen;
+          };
+          while (!done_.load()) {
+            if (waiter.wait(box.node_bell, changed, -1)) {
+              seen = box.command_seq.load();
+              port.interrupt();
+              if (ethx::g_stop_requested.load()) break;
+            }
+          }
+        }),
+        box_(control.node(gpu)) {}
+  ~CommandBellThread() {
+    done_.store(true);
+    ethx::shm::ring(box_.node_bell);
+    thread_.join();
+  }
+  CommandBellThread(const CommandBellThread&) = delete;
+  CommandBellThread& operator=(const CommandBellThread&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+  ethx::NodeMailbox& box_;
+};
+
+int run(int argc, char** argv) {
+  std::string fabric;
+  std::string config_path;
+  unsigned gpu = 0;
+  unsigned gpus = 0;
+  std::string transport = "shm";
+  std::string netns_tag;
+  std::string interface;
+  std::string netns;
+  bool detach = false;
+  po::options_description options("ethx-node options");
+  options.add_options()("help", "show this help")("fabric", po::value(&fabric)->required(),
+                                                  "fabric instance name (from ethx-switch)")(
+      "gpu", po::value(&gpu)->required(), "this node's GPU id")(
+      "config", po::value(&config_path), "topology file (default: the embedded default)")(
+      "gpus", po::value(&gpus), "override fabric.gpus")("transport", po::value(&transport),
+                                                        "shm (default) | afxdp | afpacket")(
+      "netns-tag", po::value(&netns_tag),
+      "socket transports: the run's tag; this node's veth is ethx-<tag>-n<gpu> in the namespace "
+      "of the same name")("interface", po::value(&interface),
+                          "socket transports: use this interface instead (e.g. a real NIC; "
+                          "default: gpu.interface of the config, else the veth)")(
+      "netns", po::value(&netns),
+      "with --interface: the network namespace it is in (default: gpu.netns, else the "
+      "caller's)")("detach", po::bool_switch(&detach),
+                   "keep running when the starting process exits (ethx up)");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, options), vm);
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  ethx::install_stop_signals(!detach);
+
+  ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
+  if (gpu >= topology.gpu_count) {
+    throw ethx::ConfigError("--gpu: " + std::to_string(gpu) + " is not below fabric.gpus (" +
+                            std::to_string(topology.gpu_count) + ")");
+  }
+  const auto self = static_cast<ethx::GpuId>(gpu);
+  if (!ethx::valid_transport(transport)) {
+    throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
+  }
+  const bool sockets = ethx::is_socket_transport(transport);
+  // Which interface: the command line, then the config's gpu.interface, then the run's veth.
+  if (interface.empty() && !topology.gpus[gpu].interface.empty()) {
+    interface = topology.gpus[gpu].interface;
+    if (!vm.count("netns")) netns = topology.gpus[gpu].netns;
+  }
+  if (interface.empty() && !netns_tag.empty()) {
+    interface = ethx::netns::node_interface(netns_tag, gpu);
+    netns = ethx::netns::node_namespace(netns_tag, gpu);
+  }
+  if (sockets && interface.empty()) {
+    throw std::invalid_argument("--transport " + transport +
+                                " needs --netns-tag, --interface or gpu.interface in the config");
+  }
+  if (sockets) {
+    if (std::string error = ethx::check_privileges(ethx::privilege_needs(transport), "ethx-node");
+        !error.empty()) {
+      throw std::runtime_error(error);
+    }
+  }
+
+  // Fully allocated now: a full /dev/shm fails here with a message, not with SIGBUS later.
+  auto hbm =
+      ethx::shm::SharedMemoryFile::create(ethx::hbm_file_name(fabric, self), topology.hbm_bytes);
+  std::optional<ethx::shm::ShmFabricRegion> region;
+  std::unique_ptr<ethx::NodePort> port;
+  ethx::SocketNodePort* socket_port = nullptr;
+  if (sockets) {
+    // A veth cannot back-pressure the switch: bursts it forwards must fit the receive ring.
+    // Deep rings for small fabrics, the default from 32 GPUs on (pinned memory stays bounded).
+    const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
+                                         : topology.gpu_count <= 16 ? 4096
+                                                                    : 2048;
+    auto owned = std::make_unique<ethx::SocketNodePort>(ethx::open_frame_socket(
+        transport, netns, interface, ethx::SocketRole::kNode, receive_frames));
+    socket_port = owned.get();
+    port = std::move(owned);
+  } else {
+    region.emplace(ethx::shm::ShmFabricRegion::attach(ethx::switch_region_name(fabric)));
+    port = std::make_unique<ethx::ShmNodePort>(*region, gpu);
+  }
+  std::optional<ethx::ControlRegion> control;
+  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
+    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(fabric)));
+  }
+  std::optional<CommandBellThread> bell_thread;
+  if (control && socket_port != nullptr) bell_thread.emplace(*control, gpu, *socket_port);
+
+  std::span<std::byte> memory(hbm.data(), hbm.size_bytes());
+  ethx::NodeRuntime node(topology, self, memory, *port);
+  node.set_stop_flag(&ethx::g_stop_requested);
+  ethx::BenchWorkloads workloads(
+      node, ethx::BenchLayout::for_memory(topology.hbm_bytes, topology.gpu_count));
+  workloads.fill_local_pattern(memory);
+
+  std::uint32_t last_command = 0;
+  if (control) {
+    control->node(gpu).pid.store(::getpid());
+    control->node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kReady));
+    ethx::shm::ring(control->header().coordinator_bell);
+  }
+  auto command_pending = [&] {
+    return ethx::g_stop_requested.load() ||
+           (control && control->node(gpu).command_seq.load() != last_command);
+  };
+  while (!ethx::g_stop_requested.load()) {
+    node.pump(50'000'000, command_pending);  // rung for frames and commands
+    if (!control) continue;
+    if (auto command = control->take_command(gpu, last_command)) {
+      if (*command == "exit") break;
+      control->post_result(gpu, last_command, ethx::run_node_command(*command, node, workloads));
+    }
+  }
+  // Answer what is already queued so peers waiting on us are not left to time out.
+  for (int round = 0; round < 4; ++round) node.pump(0);
+  if (control) control->node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kExited));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "ethx-node: " << error.what() << "\n";
+    return 1;
+  }
+}

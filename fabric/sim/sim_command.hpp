@@ -1,0 +1,35 @@
+// `ethx sim`: build the simulated fabric from the topology config, run one workload in
+// modelled time, print the report (stdout) and the wall-clock figures (stderr).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "fabric/sim/sim_report.hpp"
+#include "fabric/sim/sim_topology.hpp"
+#include "fabric/sim/sim_workloads.hpp"
+#include "fabric/config/topology_config.hpp"
+
+namespace ethx::sim {
+
+struct SimOptions {
+  std::size_t gpus = 0;  // 0: from the config
+  std::string workload = "all-to-all";
+  std::optional<std::uint64_t> bytes;  // default 4096 (8 for load-latency)
+  std::uint64_t seed = 1;
+  std::string topology = "single";
+  std::uint64_t repeat = 1;
+  bool json = false;
+  std::string config_path;
+};
+
+// Runs one simulation of an already loaded config; throws std::invalid_argument on bad
+// options.
+SimReport simulate(const TopologyConfig& config, TopologyKind topology, WorkloadKind workload,
+                   std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat);
+
+// The whole command; returns the exit status (1 if the workload did not complete).
+int run_sim_command(const SimOptions& options);
+
+}  // namespace ethx::sim

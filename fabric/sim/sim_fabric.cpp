@@ -1,0 +1,386 @@
+#include "fabric/sim/sim_fabric.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ethx::sim {
+namespace {
+
+enum EventKind : std::uint32_t {
+  kIssue,    // target GPU: hand the next decided operation to the engine
+  kTxDone,   // target link: the wire is free and a frame is waiting
+  kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
+  kDeliver,  // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
+  kWake,     // target GPU: the engine asked to be polled (timeouts)
+  kRelease,  // target switch: frames a delay spike held may move on
+};
+
+// Request transactions in a frame, read from the headers without checking the CRC (the
+// endpoint validates the frame when it is delivered). 0 for anything that does not parse.
+std::size_t count_requests(std::span<const std::byte> frame) {
+  if (frame.size() < wire::kBodyOffset) return 0;
+  const auto byte_at = [&](std::size_t offset) {
+    return std::to_integer<std::uint32_t>(frame[offset]);
+  };
+  const std::size_t body = byte_at(22) << 8 | byte_at(23);
+  const std::size_t end = wire::kBodyOffset + body;
+  if (end > frame.size()) return 0;
+  std::size_t requests = 0;
+  for (std::size_t at = wire::kBodyOffset; at + wire::kTxnHeaderBytes <= end;) {
+    const std::uint32_t opcode = byte_at(at);
+    if (wire::is_known_opcode(static_cast<std::uint8_t>(opcode)) &&
+        wire::is_request(static_cast<wire::Opcode>(opcode))) {
+      ++requests;
+    }
+    at += wire::kTxnHeaderBytes + (byte_at(at + 6) << 8 | byte_at(at + 7));
+  }
+  return requests;
+}
+
+}  // namespace
+
+SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
+    : config_(config),
+      topology_(build_topology(config, kind)),
+      links_(topology_.links),
+      issue_ps_(config.sim_issue_ns * kPsPerNs),
+      completer_ps_(config.sim_completer_ns * kPsPerNs) {
+  gpus_.reserve(config.gpu_count);
+  for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
+    gpus_.emplace_back(config.hbm_bytes);
+    Gpu& state = gpus_.back();
+    state.endpoint = std::make_unique<Endpoint>(config.engine_config(static_cast<GpuId>(gpu)),
+                                                state.memory.bytes());
+  }
+  for (const SwitchConfig& switch_config : topology_.switches) {
+    switches_.push_back(std::make_unique<SwitchCore>(switch_config));
+  }
+  release_scheduled_ns_.assign(switches_.size(), kNoRelease);
+}
+
+SimFabric::~SimFabric() = default;
+
+std::uint32_t SimFabric::max_op_bytes() const {
+  const std::size_t chunk = wire::max_txn_payload(config_.frame_bytes_max);
+  const std::size_t tags = std::max<std::size_t>(1, config_.max_outstanding / 2);
+  return static_cast<std::uint32_t>(std::min<std::size_t>(chunk * tags, 1u << 30));
+}
+
+std::uint32_t SimFabric::take_slot() {
+  if (free_slots_.empty()) {
+    slots_.emplace_back();
+    return static_cast<std::uint32_t>(slots_.size() - 1);
+  }
+  const std::uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+void SimFabric::release_slot(std::uint32_t slot) {
+  free_slots_.push_back(slot);
+}
+
+SimReport SimFabric::run(Workload& workload) {
+  workload_ = &workload;
+  for (std::size_t gpu = 0; gpu < gpus_.size(); ++gpu) try_issue(static_cast<GpuId>(gpu));
+  std::uint64_t events = 0;
+  while (!queue_.empty()) {
+    const Event event = queue_.pop();
+    // The next event's frame was written long ago (in modelled time, hundreds of thousands of
+    // events) and is cold: start fetching it while this event runs.
+    if (!queue_.empty()) prefetch(queue_.top());
+    now_ = event.at;
+    ++events;
+    dispatch(event);
+  }
+
+  SimReport& r = report_;
+  r.gpus = gpus_.size();
+  r.link_rate_gbps = config_.link_rate_gbps;
+  r.propagation_ns = config_.link_propagation_ns;
+  r.forwarding_latency_ns = config_.switch_forwarding_latency_ns;
+  r.egress_queue_bytes = config_.switch_egress_queue_bytes;
+  r.issue_ns = config_.sim_issue_ns;
+  r.completer_ns = config_.sim_completer_ns;
+  r.nic_latency_ns = config_.sim_nic_latency_ns;
+  r.events = events;
+  r.complete = workload.done();
+  std::vector<TimePs> sorted = latencies_;
+  std::sort(sorted.begin(), sorted.end());
+  r.latency_p50_ps = percentile(sorted, 50);
+  r.latency_p99_ps = percentile(sorted, 99);
+  r.latency_max_ps = sorted.empty() ? 0 : sorted.back();
+  for (const Link& link : links_) {
+    r.link_frames += link.frames_sent;
+    r.link_wire_bytes += link.wire_bytes_sent;
+  }
+  for (std::size_t index = 0; index < switches_.size(); ++index) {
+    const SwitchCore& core = *switches_[index];
+    SwitchReport s;
+    s.name = topology_.switch_names[index];
+    s.ports = core.port_count();
+    s.drops = core.drops_bad_port();
+    for (PortId port = 0; port < core.port_count(); ++port) {
+      const PortCounters& c = core.counters(port);
+      s.rx_frames += c.rx_frames;
+      s.tx_frames += c.tx_frames;
+      s.max_queue_bytes = std::max(s.max_queue_bytes, c.queue_bytes_high_water);
+      s.drops_queue_full += c.drops_queue_full;
+      s.drops += c.drops_malformed + c.drops_queue_full + c.drops_unknown_destination +
+                 c.drops_hairpin + c.drops_link_down;
+    }
+    r.drops += s.drops;
+    r.drops_queue_full += s.drops_queue_full;
+    r.switches.push_back(std::move(s));
+  }
+  return r;
+}
+
+void SimFabric::prefetch(const Event& event) const {
+  if (event.hint == nullptr) return;
+  const auto* data = static_cast<const char*>(event.hint);
+  for (int line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
+}
+
+void SimFabric::dispatch(const Event& event) {
+  switch (event.kind) {
+    case kIssue:
+      on_issue(static_cast<GpuId>(event.target));
+      break;
+    case kTxDone:
+      on_tx_done(event.target);
+      break;
+    case kArrival:
+      on_arrival(event.target);
+      break;
+    case kDeliver:
+      on_deliver(static_cast<GpuId>(event.target), event.arg);
+      break;
+    case kWake:
+      on_wake(static_cast<GpuId>(event.target));
+      break;
+    case kRelease:
+      on_release(event.target);
+      break;
+    default:
+      break;
+  }
+}
+
+// Decides every operation the GPU may start now (tags permitting) and queues each behind the
+// issue pipeline.
+void SimFabric::try_issue(GpuId gpu) {
+  Gpu& state = gpus_[gpu];
+  Requester& requester = state.endpoint->requester();
+  OpSpec op;
+  while (workload_->peek(gpu, op)) {
+    const std::size_t tags = requester.tags_needed(op.bytes);
+    if (requester.free_tags() < state.tags_committed + tags) break;
+    workload_->issued(gpu);
+    state.tags_committed += tags;
+    state.issue_busy_until = std::max(state.issue_busy_until, now_) + issue_ps_;
+    state.issuing.push_back(PendingIssue{op, tags, now_, state.issue_busy_until});
+    // One issue event per GPU at a time: the next is scheduled when this one runs.
+    if (state.issuing.size() == 1) queue_.push(state.issue_busy_until, kIssue, gpu);
+  }
+}
+
+void SimFabric::on_issue(GpuId gpu) {
+  Gpu& state = gpus_[gpu];
+  const PendingIssue pending = state.issuing.front();
+  state.issuing.pop_front();
+  if (!state.issuing.empty()) queue_.push(state.issuing.front().handed_ps, kIssue, gpu);
+  state.tags_committed -= pending.tags;
+  Requester& requester = state.endpoint->requester();
+  effects_.clear();
+  OpId id = 0;
+  if (pending.op.read) {
+    id = requester.read(pending.op.dst, pending.op.address, pending.op.bytes, now_ns(), effects_);
+  } else {
+    // The data comes from the sender's own (sparse, so mostly zero) memory.
+    id = requester.write(pending.op.dst, pending.op.address,
+                         state.memory.bytes().first(pending.op.bytes), now_ns(), effects_);
+  }
+  if (state.ops.size() < id) state.ops.resize(id);
+  state.ops[id - 1] = OpRecord{pending.decided_ps, pending.op.bytes};
+  state.endpoint->poll(now_ns(), effects_);
+  after_engine(gpu);
+}
+
+void SimFabric::after_engine(GpuId gpu) {
+  Gpu& state = gpus_[gpu];
+  const std::uint32_t uplink = topology_.gpu_tx_link[gpu];
+  // A NIC sends its frames in order and nothing can overtake them, so each frame's
+  // transmission is fixed the moment it is queued: it starts when the wire is free. (Its
+  // arrival waits in the link's in-flight FIFO, not in the event heap.)
+  for (wire::Frame& frame : effects_.send) {
+    const std::uint32_t slot = take_slot();
+    slots_[slot].swap(frame);
+    launch(uplink, slot, std::max(now_, links_[uplink].free_at));
+  }
+  if (effects_.wake_at) {
+    const TimePs wake_ps = *effects_.wake_at * kPsPerNs;
+    if (wake_ps < state.wake_pending) {
+      state.wake_pending = std::max(wake_ps, now_);
+      queue_.push(state.wake_pending, kWake, gpu);
+    }
+  }
+  effects_.clear();
+
+  Requester& requester = state.endpoint->requester();
+  bool any = false;
+  wake_.clear();
+  while (auto completion = requester.take_completion()) {
+    any = true;
+    const OpRecord& record = state.ops[completion->id - 1];
+    latencies_.push_back(now_ - record.decided_ps);
+    report_.makespan_ps = std::max(report_.makespan_ps, now_);
+    if (completion->ok()) {
+      ++report_.ops_ok;
+      report_.payload_bytes += record.bytes;
+    } else {
+      ++report_.ops_failed;
+      if (completion->status == wire::Status::kTimeout) ++report_.timeouts;
+    }
+    workload_->completed(gpu, wake_);
+  }
+  if (!any) return;
+  const std::vector<GpuId> others = wake_;  // try_issue may not reenter after_engine
+  try_issue(gpu);
+  for (GpuId other : others) {
+    if (other != gpu) try_issue(other);
+  }
+}
+
+bool SimFabric::has_frame(const Link& link) const {
+  return switches_[link.from.node]->front(link.from.port) != nullptr;
+}
+
+void SimFabric::kick(std::uint32_t link_index) {
+  Link& link = links_[link_index];
+  if (link.kick_pending) return;
+  if (now_ >= link.free_at) {
+    start_tx(link_index);
+  } else {
+    link.kick_pending = true;
+    queue_.push(link.free_at, kTxDone, link_index);
+  }
+}
+
+void SimFabric::start_tx(std::uint32_t link_index) {
+  Link& link = links_[link_index];
+  const std::uint32_t slot = take_slot();
+  switches_[link.from.node]->pop_into(link.from.port, slots_[slot]);
+  launch(link_index, slot, now_);
+  if (has_frame(link)) {
+    link.kick_pending = true;
+    queue_.push(link.free_at, kTxDone, link_index);
+  }
+}
+
+void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs start) {
+  Link& link = links_[link_index];
+  const wire::Frame& frame = slots_[slot];
+  const TimePs done = start + serialization_ps(frame.size(), link.rate_gbps);
+  link.free_at = done;
+  ++link.frames_sent;
+  link.wire_bytes_sent += wire::wire_bytes(frame.size());
+  const TimePs arrival = done + link.delay_ps;
+  if (link.to.kind == NodeKind::kGpu) {
+    // Everything for a GPU arrives over this one link, in transmission order, so its
+    // completer's queue can be worked out now: one event per frame instead of two.
+    // Frames with requests are handed over in completer order, frames with only responses
+    // on arrival: each kind in its own FIFO, both monotonic, one event for each head.
+    const std::size_t requests = count_requests(frame);
+    Gpu& state = gpus_[link.to.node];
+    TimePs deliver = arrival;
+    const std::uint32_t fifo = requests > 0 ? 1 : 0;
+    if (requests > 0) {
+      state.completer_busy_until =
+          std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
+      deliver = state.completer_busy_until;
+    }
+    auto& waiting = state.delivering[fifo];
+    waiting.push_back(Link::InFlight{deliver, slot});
+    if (waiting.size() == 1) queue_.push(deliver, kDeliver, link.to.node, fifo, frame.data());
+  } else {
+    // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
+    // link's own FIFO with one event for the first keeps the event heap small.
+    link.in_flight.push_back(Link::InFlight{arrival, slot});
+    if (link.in_flight.size() == 1) {
+      queue_.push(arrival, kArrival, link_index, slot, frame.data());
+    }
+  }
+}
+
+void SimFabric::on_tx_done(std::uint32_t link_index) {
+  Link& link = links_[link_index];
+  link.kick_pending = false;
+  if (has_frame(link)) start_tx(link_index);
+}
+
+void SimFabric::on_arrival(std::uint32_t link_index) {
+  Link& link = links_[link_index];
+  const std::uint32_t slot = link.in_flight.front().slot;
+  link.in_flight.pop_front();
+  if (!link.in_flight.empty()) {
+    const std::uint32_t next = link.in_flight.front().slot;
+    queue_.push(link.in_flight.front().at, kArrival, link_index, next, slots_[next].data());
+  }
+  const LinkEnd to = link.to;  // always a switch: GPUs get kDeliver
+  touched_.clear();
+  switches_[to.node]->on_frame(to.port, slots_[slot], now_ns(), touched_);
+  release_slot(slot);
+  kick_touched(to.node);
+  schedule_release(to.node);
+}
+
+void SimFabric::kick_touched(std::uint32_t sw) {
+  for (PortId port : touched_) {
+    const std::uint32_t egress = topology_.egress_link[sw][port];
+    if (egress != kNoLink) kick(egress);
+  }
+}
+
+void SimFabric::schedule_release(std::uint32_t sw) {
+  const TimeNs next = switches_[sw]->next_release_ns();
+  if (next == kNoRelease || next == release_scheduled_ns_[sw]) return;
+  release_scheduled_ns_[sw] = next;
+  queue_.push(std::max<TimePs>(now_, next * kPsPerNs), kRelease, sw);
+}
+
+void SimFabric::on_release(std::uint32_t sw) {
+  release_scheduled_ns_[sw] = kNoRelease;
+  touched_.clear();
+  switches_[sw]->release_held(now_ns(), touched_);
+  kick_touched(sw);
+  schedule_release(sw);
+}
+
+void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo) {
+  Gpu& state = gpus_[gpu];
+  auto& waiting = state.delivering[fifo & 1];
+  const std::uint32_t slot = waiting.front().slot;
+  waiting.pop_front();
+  if (!waiting.empty()) {
+    const std::uint32_t next = waiting.front().slot;
+    queue_.push(waiting.front().at, kDeliver, gpu, fifo, slots_[next].data());
+  }
+  ++report_.frames_delivered;
+  effects_.clear();
+  state.endpoint->on_frame(slots_[slot], now_ns(), effects_);
+  release_slot(slot);
+  state.endpoint->poll(now_ns(), effects_);
+  after_engine(gpu);
+}
+
+void SimFabric::on_wake(GpuId gpu) {
+  Gpu& state = gpus_[gpu];
+  if (now_ != state.wake_pending) return;  // superseded by an earlier wake-up
+  state.wake_pending = UINT64_MAX;
+  effects_.clear();
+  state.endpoint->poll(now_ns(), effects_);
+  after_engine(gpu);
+}
+
+}  // namespace ethx::sim

@@ -1,0 +1,121 @@
+#include "fabric/sim/sim_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+namespace ethx::sim {
+
+double SimReport::bandwidth_gbps() const {
+  if (makespan_ps == 0) return 0.0;
+  // bits per ps = Tbit/s; x1000 = Gbit/s.
+  return static_cast<double>(payload_bytes) * 8.0 * 1000.0 / static_cast<double>(makespan_ps);
+}
+
+std::uint64_t percentile(const std::vector<std::uint64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  if (rank == 0) rank = 1;
+  if (rank > sorted.size()) rank = sorted.size();
+  return sorted[rank - 1];
+}
+
+namespace {
+
+double ns(std::uint64_t ps) {
+  return static_cast<double>(ps) / 1000.0;
+}
+
+unsigned long long u(std::uint64_t value) {
+  return static_cast<unsigned long long>(value);
+}
+
+__attribute__((format(printf, 2, 3))) void add(std::string& text, const char* format, ...) {
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  text += line;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const SimReport& r) {
+  nlohmann::ordered_json switches = nlohmann::ordered_json::array();
+  for (const SwitchReport& s : r.switches) {
+    switches.push_back({{"name", s.name},
+                        {"ports", s.ports},
+                        {"rx_frames", s.rx_frames},
+                        {"tx_frames", s.tx_frames},
+                        {"max_queue_bytes", s.max_queue_bytes},
+                        {"drops", s.drops},
+                        {"drops_queue_full", s.drops_queue_full}});
+  }
+  nlohmann::ordered_json out;
+  out["gpus"] = r.gpus;
+  out["topology"] = r.topology;
+  out["workload"] = r.workload;
+  out["bytes"] = r.bytes;
+  out["seed"] = r.seed;
+  out["repeat"] = r.repeat;
+  out["model"] = {{"link_rate_gbps", r.link_rate_gbps},
+                  {"propagation_ns", r.propagation_ns},
+                  {"forwarding_latency_ns", r.forwarding_latency_ns},
+                  {"egress_queue_bytes", r.egress_queue_bytes},
+                  {"issue_ns", r.issue_ns},
+                  {"completer_ns", r.completer_ns},
+                  {"nic_latency_ns", r.nic_latency_ns}};
+  out["complete"] = r.complete;
+  out["ops_ok"] = r.ops_ok;
+  out["ops_failed"] = r.ops_failed;
+  out["timeouts"] = r.timeouts;
+  out["latency_ns"] = {
+      {"p50", ns(r.latency_p50_ps)}, {"p99", ns(r.latency_p99_ps)}, {"max", ns(r.latency_max_ps)}};
+  out["makespan_ns"] = ns(r.makespan_ps);
+  out["payload_bytes"] = r.payload_bytes;
+  out["bandwidth_gbps"] = r.bandwidth_gbps();
+  out["frames_delivered"] = r.frames_delivered;
+  out["link_frames"] = r.link_frames;
+  out["link_wire_bytes"] = r.link_wire_bytes;
+  out["events"] = r.events;
+  out["drops"] = r.drops;
+  out["drops_queue_full"] = r.drops_queue_full;
+  std::uint64_t deepest = 0;
+  for (const SwitchReport& s : r.switches) deepest = std::max(deepest, s.max_queue_bytes);
+  out["max_queue_bytes"] = deepest;
+  out["switches"] = std::move(switches);
+  return out;
+}
+
+std::string format_table(const SimReport& r) {
+  std::string text;
+  add(text, "ethx sim: %llu GPUs, %s, %s, %llu B, seed %llu, repeat %llu (modelled time)\n\n",
+      u(r.gpus), r.topology.c_str(), r.workload.c_str(), u(r.bytes), u(r.seed), u(r.repeat));
+  add(text, "%-22s %llu ok, %llu failed (%llu timeouts)%s\n", "operations", u(r.ops_ok),
+      u(r.ops_failed), u(r.timeouts), r.complete ? "" : ", WORKLOAD INCOMPLETE");
+  add(text, "%-22s p50 %.3f  p99 %.3f  max %.3f\n", "latency ns", ns(r.latency_p50_ps),
+      ns(r.latency_p99_ps), ns(r.latency_max_ps));
+  add(text, "%-22s %.3f\n", "makespan ns", ns(r.makespan_ps));
+  add(text, "%-22s %llu B, %.2f Gbit/s aggregate\n", "payload", u(r.payload_bytes),
+      r.bandwidth_gbps());
+  add(text, "%-22s %llu to GPUs, %llu link transmissions, %llu wire bytes\n", "frames",
+      u(r.frames_delivered), u(r.link_frames), u(r.link_wire_bytes));
+  add(text, "%-22s %llu (queue full %llu)\n", "switch drops", u(r.drops), u(r.drops_queue_full));
+  add(text, "%-22s %llu\n", "events", u(r.events));
+  add(text, "\n%-10s %6s %14s %14s %14s %10s\n", "switch", "ports", "rx frames", "tx frames",
+      "max queue B", "drops");
+  for (const SwitchReport& s : r.switches) {
+    add(text, "%-10s %6llu %14llu %14llu %14llu %10llu\n", s.name.c_str(), u(s.ports),
+        u(s.rx_frames), u(s.tx_frames), u(s.max_queue_bytes), u(s.drops));
+  }
+  add(text,
+      "\nmodel: link %.1f Gbit/s, propagation %llu ns, switch %llu ns, queue %llu B, issue %llu "
+      "ns, completer %llu ns/txn, NIC %llu ns per crossing\n",
+      r.link_rate_gbps, u(r.propagation_ns), u(r.forwarding_latency_ns), u(r.egress_queue_bytes),
+      u(r.issue_ns), u(r.completer_ns), u(r.nic_latency_ns));
+  return text;
+}
+
+}  // namespace ethx::sim

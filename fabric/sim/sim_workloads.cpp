@@ -1,0 +1,262 @@
+#include "fabric/sim/sim_workloads.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ethx::sim {
+
+const char* to_string(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kAllToAll:
+      return "all-to-all";
+    case WorkloadKind::kAllReduceRing:
+      return "allreduce-ring";
+    case WorkloadKind::kIncast:
+      return "incast";
+    case WorkloadKind::kRandom:
+      return "random";
+    case WorkloadKind::kLoadLatency:
+      return "load-latency";
+  }
+  return "unknown";
+}
+
+bool parse_workload_kind(const std::string& text, WorkloadKind& out) {
+  for (WorkloadKind kind :
+       {WorkloadKind::kAllToAll, WorkloadKind::kAllReduceRing, WorkloadKind::kIncast,
+        WorkloadKind::kRandom, WorkloadKind::kLoadLatency}) {
+    if (text == to_string(kind)) {
+      out = kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// SplitMix64: a fixed, portable generator (the standard distributions are not portable).
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t align64(std::uint64_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+// Where `src`'s message of `bytes` lands in a destination's memory.
+std::uint64_t landing_address(GpuId src, std::uint64_t bytes, std::uint64_t hbm_bytes) {
+  const std::uint64_t slot = align64(bytes);
+  const std::uint64_t zone = std::min(hbm_bytes, kLandingZoneBytes);
+  if (slot >= zone) return 0;
+  return (src % (zone / slot)) * slot;
+}
+
+// A GPU's message in progress, cut into operations of at most max_op_bytes.
+struct Cursor {
+  bool active = false;
+  GpuId dst = kInvalidGpu;
+  std::uint64_t base = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0;  // bytes issued so far
+};
+
+OpSpec next_piece(const Cursor& cursor, std::uint32_t max_op_bytes) {
+  OpSpec op;
+  op.dst = cursor.dst;
+  op.address = cursor.base + cursor.offset;
+  op.bytes = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(max_op_bytes, cursor.bytes - cursor.offset));
+  return op;
+}
+
+// Each GPU sends a list of messages, no barrier: all-to-all, incast, random.
+class ListWorkload : public Workload {
+ public:
+  ListWorkload(WorkloadKind kind, const WorkloadParams& params)
+      : kind_(kind), params_(params), gpus_(params.gpus) {
+    for (std::size_t gpu = 0; gpu < params.gpus; ++gpu) {
+      State& state = gpus_[gpu];
+      state.rng = params.seed * 0x100000001B3ull + gpu;
+      if (kind == WorkloadKind::kIncast) {
+        state.messages = gpu == 0 ? 0 : params.repeat;
+      } else {
+        state.messages = params.repeat * (params.gpus - 1);
+      }
+      total_ops_ += state.messages * ops_per_message();
+    }
+  }
+
+  bool peek(GpuId gpu, OpSpec& op) override {
+    State& state = gpus_[gpu];
+    if (!state.cursor.active) {
+      if (state.started == state.messages) return false;
+      start_message(gpu, state);
+    }
+    op = next_piece(state.cursor, params_.max_op_bytes);
+    return true;
+  }
+
+  void issued(GpuId gpu) override {
+    State& state = gpus_[gpu];
+    state.cursor.offset += next_piece(state.cursor, params_.max_op_bytes).bytes;
+    if (state.cursor.offset == state.cursor.bytes) state.cursor.active = false;
+  }
+
+  void completed(GpuId, std::vector<GpuId>&) override { ++completed_ops_; }
+  bool done() const override { return completed_ops_ == total_ops_; }
+
+ private:
+  struct State {
+    std::uint64_t messages = 0;
+    std::uint64_t started = 0;
+    std::uint64_t rng = 0;
+    Cursor cursor;
+  };
+
+  std::uint64_t ops_per_message() const {
+    return (params_.bytes + params_.max_op_bytes - 1) / params_.max_op_bytes;
+  }
+
+  void start_message(GpuId gpu, State& state) {
+    const std::size_t n = params_.gpus;
+    GpuId dst = 0;
+    switch (kind_) {
+      case WorkloadKind::kIncast:
+        dst = 0;
+        break;
+      case WorkloadKind::kRandom:
+        // Uniform over the n - 1 other GPUs (the bias of a 64-bit modulo is negligible).
+        dst = static_cast<GpuId>((gpu + 1 + splitmix64(state.rng) % (n - 1)) % n);
+        break;
+      default:  // all-to-all: shift pattern, GPU g sends to g+1, g+2, ... so no two collide
+        dst = static_cast<GpuId>((gpu + 1 + state.started % (n - 1)) % n);
+        break;
+    }
+    ++state.started;
+    state.cursor =
+        Cursor{true, dst, landing_address(gpu, params_.bytes, params_.hbm_bytes), params_.bytes, 0};
+  }
+
+  WorkloadKind kind_;
+  WorkloadParams params_;
+  std::vector<State> gpus_;
+  std::uint64_t total_ops_ = 0;
+  std::uint64_t completed_ops_ = 0;
+};
+
+// Ring allreduce: 2(N-1) steps (reduce-scatter, then all-gather) per repeat; in each step
+// every GPU writes ceil(B / N) bytes to GPU (g + 1) % N; a step starts when every write of the
+// previous step has completed (bulk-synchronous).
+class RingWorkload : public Workload {
+ public:
+  explicit RingWorkload(const WorkloadParams& params)
+      : params_(params),
+        chunk_((params.bytes + params.gpus - 1) / params.gpus),
+        steps_(2 * (params.gpus - 1) * params.repeat),
+        cursors_(params.gpus) {
+    ops_per_step_ = params.gpus * ((chunk_ + params.max_op_bytes - 1) / params.max_op_bytes);
+    start_step();
+  }
+
+  bool peek(GpuId gpu, OpSpec& op) override {
+    const Cursor& cursor = cursors_[gpu];
+    if (!cursor.active) return false;
+    op = next_piece(cursor, params_.max_op_bytes);
+    return true;
+  }
+
+  void issued(GpuId gpu) override {
+    Cursor& cursor = cursors_[gpu];
+    cursor.offset += next_piece(cursor, params_.max_op_bytes).bytes;
+    if (cursor.offset == cursor.bytes) cursor.active = false;
+  }
+
+  void completed(GpuId, std::vector<GpuId>& wake) override {
+    if (++step_completed_ < ops_per_step_) return;
+    ++step_;
+    if (step_ == steps_) return;
+    start_step();
+    for (std::size_t gpu = 0; gpu < params_.gpus; ++gpu) wake.push_back(static_cast<GpuId>(gpu));
+  }
+
+  bool done() const override { return step_ == steps_; }
+
+ private:
+  void start_step() {
+    step_completed_ = 0;
+    for (std::size_t gpu = 0; gpu < params_.gpus; ++gpu) {
+      const auto src = static_cast<GpuId>(gpu);
+      cursors_[gpu] = Cursor{true, static_cast<GpuId>((gpu + 1) % params_.gpus),
+                             landing_address(src, chunk_, params_.hbm_bytes), chunk_, 0};
+    }
+  }
+
+  WorkloadParams params_;
+  std::uint64_t chunk_;
+  std::uint64_t steps_;
+  std::uint64_t step_ = 0;
+  std::uint64_t ops_per_step_ = 0;
+  std::uint64_t step_completed_ = 0;
+  std::vector<Cursor> cursors_;
+};
+
+// Loads from GPU 0 to GPU 1, one at a time, on an otherwise idle fabric.
+class LoadLatencyWorkload : public Workload {
+ public:
+  explicit LoadLatencyWorkload(const WorkloadParams& params)
+      : params_(params), total_(kLoadsPerRepeat * params.repeat) {}
+
+  bool peek(GpuId gpu, OpSpec& op) override {
+    if (gpu != 0 || outstanding_ || issued_ == total_) return false;
+    op = OpSpec{true, 1, 0, static_cast<std::uint32_t>(params_.bytes)};
+    return true;
+  }
+  void issued(GpuId) override {
+    ++issued_;
+    outstanding_ = true;
+  }
+  void completed(GpuId, std::vector<GpuId>&) override {
+    outstanding_ = false;
+    ++completed_;
+  }
+  bool done() const override { return completed_ == total_; }
+
+ private:
+  WorkloadParams params_;
+  std::uint64_t total_;
+  std::uint64_t issued_ = 0;
+  std::uint64_t completed_ = 0;
+  bool outstanding_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_workload(WorkloadKind kind, const WorkloadParams& params) {
+  if (params.gpus < 2) throw std::invalid_argument("a workload needs at least 2 GPUs");
+  if (params.bytes == 0) throw std::invalid_argument("--bytes must be at least 1");
+  if (params.bytes > params.hbm_bytes) {
+    throw std::invalid_argument("--bytes " + std::to_string(params.bytes) +
+                                " is larger than a GPU's local memory (fabric.hbm_bytes " +
+                                std::to_string(params.hbm_bytes) + ")");
+  }
+  if (params.repeat == 0) throw std::invalid_argument("--repeat must be at least 1");
+  if (params.max_op_bytes == 0) throw std::invalid_argument("max_op_bytes must be positive");
+  switch (kind) {
+    case WorkloadKind::kAllReduceRing:
+      return std::make_unique<RingWorkload>(params);
+    case WorkloadKind::kLoadLatency:
+      if (params.bytes > params.max_op_bytes) {
+        throw std::invalid_argument("load-latency: --bytes must fit one read operation (" +
+                                    std::to_string(params.max_op_bytes) + " B)");
+      }
+      return std::make_unique<LoadLatencyWorkload>(params);
+    default:
+      return std::make_unique<ListWorkload>(kind, params);
+  }
+}
+
+}  // namespace ethx::sim

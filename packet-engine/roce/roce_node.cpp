@@ -1,0 +1,139 @@
+#include "packet-engine/roce/roce_node.hpp"
+
+namespace ethx::roce {
+
+RoceNode::RoceNode(const RoceNodeConfig& config) {
+  context_.mac = config.mac;
+  context_.ip = config.ip;
+  context_.dscp = config.dscp;
+  context_.ecn = config.ecn;
+  context_.ttl = config.ttl;
+  context_.pkey = config.pkey;
+}
+
+MemoryRegion RoceNode::register_memory(std::span<std::byte> bytes, std::uint32_t access,
+                                       std::optional<std::uint64_t> iova) {
+  return context_.memory.register_region(bytes, access, iova);
+}
+
+bool RoceNode::deregister_memory(std::uint32_t lkey) {
+  return context_.memory.deregister(lkey);
+}
+
+CqId RoceNode::create_cq(std::size_t capacity) {
+  cqs_.push_back(std::make_unique<CompletionQueue>(capacity));
+  return static_cast<CqId>(cqs_.size() - 1);
+}
+
+std::optional<QpNum> RoceNode::create_qp(const QpConfig& config) {
+  if (config.send_cq >= cqs_.size() || config.recv_cq >= cqs_.size()) return std::nullopt;
+  if (!valid_path_mtu(config.path_mtu_bytes)) return std::nullopt;
+  const QpNum qpn = next_qpn_;
+  next_qpn_ = psn_add(next_qpn_, 1);
+  if (next_qpn_ < 0x11) next_qpn_ = 0x11;
+  qps_.emplace(qpn, std::make_unique<QueuePair>(qpn, config, context_, *cqs_[config.send_cq],
+                                                *cqs_[config.recv_cq]));
+  return qpn;
+}
+
+bool RoceNode::connect_qp(QpNum qpn, const QpRemote& remote) {
+  QueuePair* qp = find(qpn);
+  return qp != nullptr && qp->connect(remote);
+}
+
+bool RoceNode::destroy_qp(QpNum qpn) {
+  return qps_.erase(qpn) == 1;
+}
+
+QueuePair* RoceNode::find(QpNum qpn) {
+  const auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second.get();
+}
+
+const QueuePair* RoceNode::qp(QpNum qpn) const {
+  const auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second.get();
+}
+
+PostResult RoceNode::post_send(QpNum qpn, const SendWr& wr) {
+  QueuePair* qp = find(qpn);
+  return qp == nullptr ? PostResult::kQpNotReady : qp->post_send(wr);
+}
+
+PostResult RoceNode::post_recv(QpNum qpn, const RecvWr& wr) {
+  QueuePair* qp = find(qpn);
+  return qp == nullptr ? PostResult::kQpNotReady : qp->post_recv(wr);
+}
+
+bool RoceNode::ring_doorbell(QpNum qpn, TimeNs now, Effects& effects) {
+  QueuePair* qp = find(qpn);
+  if (qp == nullptr) return false;
+  qp->doorbell(now, effects);
+  request_wake(*qp, effects);
+  return true;
+}
+
+std::size_t RoceNode::poll_cq(CqId cq, std::span<WorkCompletion> out) {
+  if (cq >= cqs_.size()) return 0;
+  return cqs_[cq]->poll(out);
+}
+
+void RoceNode::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& effects) {
+  ++context_.counters.frames_rx;
+  PacketView packet;
+  const DecodeError error = decode_packet(frame, packet);
+  if (error != DecodeError::kOk) {
+    ++context_.counters.decode_errors[static_cast<std::size_t>(error)];
+    return;
+  }
+  if (packet.dst_mac != context_.mac || packet.dst_ip != context_.ip) {
+    ++context_.counters.not_for_us;
+    return;
+  }
+  if (packet.pkey != context_.pkey) {
+    ++context_.counters.bad_pkey;
+    return;
+  }
+  QueuePair* qp = find(packet.dest_qp);
+  if (qp == nullptr || qp->state() == QpState::kReset) {
+    ++context_.counters.unknown_qp;
+    return;
+  }
+  // RC: only the connected peer may talk to this QP.
+  if (packet.src_ip != qp->remote().ip) {
+    ++context_.counters.wrong_peer;
+    return;
+  }
+  qp->on_packet(packet, now, effects);
+  request_wake(*qp, effects);
+}
+
+void RoceNode::poll(TimeNs now, Effects& effects) {
+  // A linear scan keeps this simple; with thousands of QPs a timer wheel would replace it.
+  for (auto& [qpn, qp] : qps_) {
+    if (const auto deadline = qp->deadline(); deadline && *deadline <= now) {
+      qp->poll(now, effects);
+    }
+    request_wake(*qp, effects);
+  }
+}
+
+void RoceNode::request_wake(const QueuePair& qp, Effects& effects) const {
+  if (const auto deadline = qp.deadline()) effects.wake_no_later_than(*deadline);
+}
+
+std::size_t RoceNode::qp_state_bytes(QpNum qpn) const {
+  const QueuePair* entry = qp(qpn);
+  if (entry == nullptr) return 0;
+  // The QP object plus its hash-table node (key, pointer, next pointer, cached hash).
+  return entry->state_bytes() + sizeof(std::pair<const QpNum, std::unique_ptr<QueuePair>>) +
+         2 * sizeof(void*);
+}
+
+std::size_t RoceNode::total_qp_state_bytes() const {
+  std::size_t total = qps_.bucket_count() * sizeof(void*);
+  for (const auto& [qpn, qp] : qps_) total += qp_state_bytes(qpn);
+  return total;
+}
+
+}  // namespace ethx::roce

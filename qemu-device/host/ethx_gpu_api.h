@@ -1,0 +1,86 @@
+/*
+ * The C API the ethx-gpu QEMU device (qemu-device/qemu/ethx_gpu.c) links against: one handle
+ * per emulated GPU, wrapping ethx::GpuDevice (qemu-device/host/gpu_device.hpp). Plain C so QEMU's C code
+ * can include it; no C++ exception crosses it (every function catches and reports).
+ *
+ * Threads: ethx_gpu_load/store/atomic may be called from any thread (vCPUs) concurrently;
+ * loads and atomics block until the fabric answers or the engine's timeout fires, so callers
+ * holding a lock others need (QEMU's big lock) should drop it around them. The copy callback
+ * runs on the handle's own service thread, or on a thread waiting in ethx_gpu_load/atomic
+ * (which drives the engine while it waits); it must not block.
+ */
+#ifndef ETHX_GPU_API_H
+#define ETHX_GPU_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ethx_gpu ethx_gpu;
+
+typedef struct ethx_gpu_options {
+  const char* fabric; /* the running fabric's instance name, e.g. "up-default" */
+  uint32_t gpu_id;
+  uint32_t gpus;           /* 0: from the topology */
+  const char* config_path; /* NULL or "": the embedded default topology */
+  const char* transport;   /* "shm" (NULL), "afxdp" or "afpacket" */
+  const char* netns_tag;   /* socket transports: the run's veth for this GPU */
+  const char* interface;   /* socket transports: or this interface ... */
+  const char* netns;       /* ... in this network namespace */
+} ethx_gpu_options;
+
+/* Status codes; match ethx::DeviceStatus and the register map's status codes. */
+enum {
+  ETHX_GPU_OK = 0,
+  ETHX_GPU_OUT_OF_WINDOW = 1,
+  ETHX_GPU_NO_RIGHTS = 2,
+  ETHX_GPU_TIMEOUT = 3,
+  ETHX_GPU_REMOTE_ERROR = 4,
+  ETHX_GPU_BAD_WIDTH = 5,
+  ETHX_GPU_UNREACHABLE = 6,
+  ETHX_GPU_INTERNAL = 7 /* an unexpected failure inside the library (see the log) */
+};
+
+enum { ETHX_GPU_FETCH_ADD = 0, ETHX_GPU_SWAP = 1, ETHX_GPU_COMPARE_SWAP = 2 };
+
+typedef struct ethx_gpu_counters {
+  uint64_t loads, stores, atomics, errors, timeouts, served_requests, copies, copy_bytes;
+} ethx_gpu_counters;
+
+/* Joins the fabric; NULL on failure with the reason in error[0..error_bytes). */
+ethx_gpu* ethx_gpu_open(const ethx_gpu_options* options, char* error, size_t error_bytes);
+void ethx_gpu_close(ethx_gpu* gpu);
+
+/* A fresh shared mapping of this GPU's memory (for a RAM BAR); unmap with munmap. */
+void* ethx_gpu_map_hbm(ethx_gpu* gpu, uint64_t* bytes);
+uint64_t ethx_gpu_window_bytes(const ethx_gpu* gpu);
+uint32_t ethx_gpu_gpu_count(const ethx_gpu* gpu);
+uint64_t ethx_gpu_aperture_bytes(const ethx_gpu* gpu);
+
+/* On failure *value is all-ones and *fault_addr the failing window address. */
+int ethx_gpu_load(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t* value,
+                  uint64_t* fault_addr);
+int ethx_gpu_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t value,
+                   uint64_t* fault_addr);
+int ethx_gpu_atomic(ethx_gpu* gpu, int op, uint64_t window_addr, unsigned width, uint64_t operand,
+                    uint64_t compare, uint64_t* old_value, uint64_t* fault_addr);
+
+typedef void (*ethx_gpu_copy_done)(void* opaque, int status, uint64_t fault_addr);
+/* Starts a copy; 0 if started, -1 if one is already running. */
+int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
+                  ethx_gpu_copy_done done, void* opaque);
+
+/* The guest's tools are up: reported to whoever started the fabric (`ethx up --vms`). */
+void ethx_gpu_guest_ready(ethx_gpu* gpu);
+
+void ethx_gpu_get_counters(const ethx_gpu* gpu, ethx_gpu_counters* counters);
+const char* ethx_gpu_status_name(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ETHX_GPU_API_H */

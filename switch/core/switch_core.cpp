@@ -1,0 +1,377 @@
+#include "switch/core/switch_core.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace ethx {
+
+static_assert(static_cast<std::size_t>(wire::DecodeError::kTxnCountMismatch) + 1 ==
+                  wire::kDecodeErrorCount,
+              "malformed_by_reason must have one bucket per DecodeError");
+
+const char* to_string(DropReason reason) {
+  switch (reason) {
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kQueueFull:
+      return "queue_full";
+    case DropReason::kUnknownDestination:
+      return "unknown_destination";
+    case DropReason::kHairpin:
+      return "hairpin";
+    case DropReason::kBadPort:
+      return "bad_port";
+    case DropReason::kSpoofed:
+      return "spoofed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+void count_malformed(PortCounters& counters, wire::DecodeError error) {
+  ++counters.drops_malformed;
+  const auto bucket = static_cast<std::size_t>(error);
+  if (bucket < counters.malformed_by_reason.size()) ++counters.malformed_by_reason[bucket];
+}
+
+}  // namespace
+
+SwitchCore::SwitchCore(SwitchConfig config)
+    : config_(std::move(config)), fault_rng_(config_.fault_seed) {
+  if (config_.ports.empty()) throw std::invalid_argument("switch needs at least one port");
+  ports_.resize(config_.ports.size());
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    const double rate_gbps = config_.ports[i].rate_gbps;
+    // The simulator divides by the rate to get serialization time.
+    if (!std::isfinite(rate_gbps) || rate_gbps <= 0.0) {
+      throw std::invalid_argument("switch port " + std::to_string(i) +
+                                  ": rate_gbps must be positive");
+    }
+    ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
+  }
+  for (const auto& [port, faults] : config_.faults) {
+    if (port >= ports_.size()) {
+      throw std::invalid_argument("faults for port " + std::to_string(port) + ": switch has only " +
+                                  std::to_string(ports_.size()) + " ports");
+    }
+    set_faults(port, faults);
+  }
+  for (const SwitchConfig::PortBinding& binding : config_.port_bindings) {
+    if (binding.port >= ports_.size()) {
+      throw std::invalid_argument("port binding of " + binding.mac.to_string() + " to port " +
+                                  std::to_string(binding.port) + ": switch has only " +
+                                  std::to_string(ports_.size()) + " ports");
+    }
+    Port& port = ports_[binding.port];
+    port.bound = true;
+    port.bound_mac = binding.mac;
+    port.bound_gpu = binding.gpu;
+  }
+  for (const auto& [mac, port] : config_.static_routes) {
+    if (port >= ports_.size()) {
+      throw std::invalid_argument("static route " + mac.to_string() + " -> port " +
+                                  std::to_string(port) + ": switch has only " +
+                                  std::to_string(ports_.size()) + " ports");
+    }
+    const auto [it, inserted] = routes_.try_emplace(mac.as_u64(), Route{port, true});
+    // Two routes for one MAC is a config mistake; silently picking one would hide it.
+    if (!inserted && it->second.port != port) {
+      throw std::invalid_argument("static route " + mac.to_string() + " names two egress ports: " +
+                                  std::to_string(it->second.port) + " and " + std::to_string(port));
+    }
+  }
+}
+
+void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, TimeNs now,
+                          std::vector<PortId>& egress_touched) {
+  if (ingress >= ports_.size()) {
+    ++drops_bad_port_;
+    return;
+  }
+  Port& in = ports_[ingress];
+  ++in.counters.rx_frames;
+  in.counters.rx_bytes += frame.size();
+  if (!in.up) {
+    // A down link delivers nothing; a runtime racing the link-state change may still call us.
+    ++in.counters.drops_link_down;
+    return;
+  }
+  // A link delivers in order: frames an ended stall still holds go before this one.
+  if (!in.held.empty() && now >= in.stalled_until_ns) release_port(ingress, now, egress_touched);
+
+  // Injected faults act as the link would: before anything in the switch sees the frame.
+  bool reorder = false;
+  bool spike = false;
+  if (in.faults.any()) {
+    std::uniform_real_distribution<double> chance(0.0, 1.0);
+    if (in.faults.drop_rate > 0 && chance(fault_rng_) < in.faults.drop_rate) {
+      ++in.counters.faults_dropped;
+      return;
+    }
+    if (in.faults.corrupt_rate > 0 && !frame.empty() &&
+        chance(fault_rng_) < in.faults.corrupt_rate) {
+      ++in.counters.faults_corrupted;
+      corrupted_.assign(frame.begin(), frame.end());
+      const std::uint64_t bit = fault_rng_() % (corrupted_.size() * 8);
+      corrupted_[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+      frame = corrupted_;
+    }
+    reorder = in.faults.reorder_rate > 0 && chance(fault_rng_) < in.faults.reorder_rate;
+    // A frame behind a running stall cannot start another one: it is already waiting.
+    spike = now >= in.stalled_until_ns && in.faults.delay_spike_rate > 0 &&
+            in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
+  }
+  if (spike) {
+    ++in.counters.faults_delay_spikes;
+    in.stalled_until_ns = now + in.faults.delay_spike_ns;
+  }
+  // Checked even when the faults were cleared meanwhile: a stall that began still runs out.
+  if (now < in.stalled_until_ns) {
+    hold(in, frame, reorder);
+    return;
+  }
+  forward(ingress, frame, now, reorder, egress_touched);
+}
+
+void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeNs now, bool reorder,
+                         std::vector<PortId>& egress_touched) {
+  Port& in = ports_[ingress];
+  MacAddr dst;
+  MacAddr src;
+  std::uint16_t ether_type = 0;
+  if (frame.size() < wire::kEthernetHeaderBytes ||
+      !wire::peek_ethernet(frame, dst, src, ether_type)) {
+    count_malformed(in.counters, wire::DecodeError::kTruncatedEthernet);
+    return;
+  }
+  // Port security comes before learning: a forged source must not move a station's entry.
+  if (in.bound && src != in.bound_mac) {
+    ++in.counters.drops_spoofed;
+    return;
+  }
+  // Only our own protocol is validated: a corrupt fabric frame would otherwise reach a GPU's
+  // engine and be counted there, far from the link that damaged it. Other traffic (ARP, IPv4,
+  // RoCE) is not ours to judge and is switched by MAC alone.
+  if (ether_type == wire::kEtherTypeFabric) {
+    wire::FrameView view;
+    const wire::DecodeError error = wire::decode_frame(frame, view);
+    if (error != wire::DecodeError::kOk) {
+      count_malformed(in.counters, error);
+      return;
+    }
+    // The completer trusts the frame's source GPU for partition and rights checks.
+    if (in.bound && view.src_gpu != in.bound_gpu) {
+      ++in.counters.drops_spoofed;
+      return;
+    }
+  }
+
+  if (config_.learning && !src.is_multicast()) learn(src, ingress);
+
+  const auto route = routes_.find(dst.as_u64());
+  if (route != routes_.end()) {
+    const PortId egress = route->second.port;
+    if (egress == ingress) {
+      ++in.counters.drops_hairpin;
+    } else if (enqueue(egress, ingress, frame, now)) {
+      egress_touched.push_back(egress);
+      std::deque<QueuedFrame>& queue = ports_[egress].queue;
+      if (reorder && queue.size() >= 2) {
+        std::swap(queue[queue.size() - 1], queue[queue.size() - 2]);
+        ++in.counters.faults_reordered;
+      }
+    }
+    return;
+  }
+  // Learned entries are only ever unicast, so broadcast and multicast always land here too.
+  if (config_.learning) {
+    ++in.counters.flooded_frames;
+    flood(ingress, frame, now, egress_touched);
+  } else {
+    ++in.counters.drops_unknown_destination;
+  }
+}
+
+void SwitchCore::hold(Port& in, std::span<const std::byte> frame, bool reorder) {
+  // A stalled link still has only so much buffer: the port's queue limit, as for egress.
+  if (in.held_bytes + frame.size() > in.queue_bytes_limit) {
+    ++in.counters.drops_queue_full;
+    return;
+  }
+  if (in.held.empty()) ++ports_holding_;
+  in.held.push_back(HeldFrame{wire::Frame(frame.begin(), frame.end()), reorder});
+  in.held_bytes += frame.size();
+  ++in.counters.faults_delayed;
+}
+
+void SwitchCore::release_port(PortId ingress, TimeNs now, std::vector<PortId>& egress_touched) {
+  // Taken out first: forward() never adds to a held queue, but the loop must not care.
+  std::deque<HeldFrame> released;
+  released.swap(ports_[ingress].held);
+  ports_[ingress].held_bytes = 0;
+  --ports_holding_;
+  for (const HeldFrame& frame : released) {
+    forward(ingress, frame.bytes, now, frame.reorder, egress_touched);
+  }
+}
+
+void SwitchCore::drop_held(Port& port) {
+  if (port.held.empty()) return;
+  port.counters.drops_link_down += port.held.size();
+  port.held.clear();
+  port.held_bytes = 0;
+  --ports_holding_;
+}
+
+void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
+  if (ports_holding_ == 0) return;
+  for (PortId port = 0; port < ports_.size(); ++port) {
+    if (!ports_[port].held.empty() && now >= ports_[port].stalled_until_ns) {
+      release_port(port, now, egress_touched);
+    }
+  }
+}
+
+TimeNs SwitchCore::next_release_ns() const {
+  TimeNs next = kNoRelease;
+  if (ports_holding_ == 0) return next;
+  for (const Port& port : ports_) {
+    if (!port.held.empty()) next = std::min(next, port.stalled_until_ns);
+  }
+  return next;
+}
+
+bool SwitchCore::ingress_stalled(PortId ingress, TimeNs now) const {
+  return ingress < ports_.size() && now < ports_[ingress].stalled_until_ns;
+}
+
+std::size_t SwitchCore::held_frames(PortId ingress) const {
+  return ingress < ports_.size() ? ports_[ingress].held.size() : 0;
+}
+
+void SwitchCore::learn(const MacAddr& src, PortId ingress) {
+  const auto [it, inserted] = routes_.try_emplace(src.as_u64(), Route{ingress, false});
+  // A station that moved is found on its new port; static entries never move.
+  if (!inserted && !it->second.is_static) it->second.port = ingress;
+}
+
+void SwitchCore::flood(PortId ingress, std::span<const std::byte> frame, TimeNs now,
+                       std::vector<PortId>& egress_touched) {
+  const auto port_total = static_cast<PortId>(ports_.size());
+  for (PortId egress = 0; egress < port_total; ++egress) {
+    // Down ports are simply not part of the flood domain, so they are not counted as drops.
+    if (egress == ingress || !ports_[egress].up) continue;
+    if (enqueue(egress, ingress, frame, now)) egress_touched.push_back(egress);
+  }
+}
+
+bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame,
+                         TimeNs now) {
+  Port& out = ports_[egress];
+  if (!out.up) {
+    ++out.counters.drops_link_down;
+    return false;
+  }
+  if (out.queued_bytes + frame.size() > out.queue_bytes_limit) {
+    ++out.counters.drops_queue_full;
+    return false;
+  }
+  out.queue.push_back(QueuedFrame{wire::Frame(frame.begin(), frame.end()), now, ingress});
+  out.queued_bytes += frame.size();
+  if (out.queued_bytes > out.counters.queue_bytes_high_water) {
+    out.counters.queue_bytes_high_water = out.queued_bytes;
+  }
+  return true;
+}
+
+void SwitchCore::set_faults(PortId ingress, const PortFaults& faults) {
+  if (ingress >= ports_.size()) return;
+  const std::pair<const char*, double> rates[] = {{"drop_rate", faults.drop_rate},
+                                                  {"corrupt_rate", faults.corrupt_rate},
+                                                  {"reorder_rate", faults.reorder_rate},
+                                                  {"delay_spike_rate", faults.delay_spike_rate}};
+  for (const auto& [field, rate] : rates) {
+    // Written so that NaN fails too.
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+      throw std::invalid_argument(std::string(field) + " must be between 0 and 1 (got " +
+                                  std::to_string(rate) + ")");
+    }
+  }
+  if (faults.delay_spike_ns > kMaxDelaySpikeNs) {
+    throw std::invalid_argument("delay_spike_ns must be at most " +
+                                std::to_string(kMaxDelaySpikeNs) + " (got " +
+                                std::to_string(faults.delay_spike_ns) + ")");
+  }
+  ports_[ingress].faults = faults;
+  set_port_up(ingress, !faults.link_down);
+}
+
+const PortFaults& SwitchCore::faults(PortId ingress) const {
+  return ports_.at(ingress).faults;
+}
+
+const QueuedFrame* SwitchCore::front(PortId egress) const {
+  if (egress >= ports_.size() || ports_[egress].queue.empty()) return nullptr;
+  return &ports_[egress].queue.front();
+}
+
+void SwitchCore::pop(PortId egress) {
+  if (egress >= ports_.size()) return;
+  Port& out = ports_[egress];
+  if (out.queue.empty()) return;
+  const std::size_t frame_bytes = out.queue.front().bytes.size();
+  ++out.counters.tx_frames;
+  out.counters.tx_bytes += frame_bytes;
+  out.queued_bytes -= frame_bytes;
+  out.queue.pop_front();
+}
+
+void SwitchCore::pop_into(PortId egress, wire::Frame& out) {
+  out.clear();
+  if (egress >= ports_.size() || ports_[egress].queue.empty()) return;
+  out.swap(ports_[egress].queue.front().bytes);
+  Port& port = ports_[egress];
+  ++port.counters.tx_frames;
+  port.counters.tx_bytes += out.size();
+  port.queued_bytes -= out.size();
+  port.queue.pop_front();
+}
+
+std::size_t SwitchCore::queued_bytes(PortId egress) const {
+  return egress < ports_.size() ? ports_[egress].queued_bytes : 0;
+}
+
+std::size_t SwitchCore::queued_frames(PortId egress) const {
+  return egress < ports_.size() ? ports_[egress].queue.size() : 0;
+}
+
+const PortCounters& SwitchCore::counters(PortId port) const {
+  return ports_.at(port).counters;
+}
+
+void SwitchCore::set_port_up(PortId port, bool up) {
+  Port& target = ports_.at(port);
+  if (target.up == up) return;
+  target.up = up;
+  if (up) return;
+  target.counters.drops_link_down += target.queue.size();
+  target.queue.clear();
+  target.queued_bytes = 0;
+  // Frames a delay spike holds were still on the link, which is gone now.
+  drop_held(target);
+  target.stalled_until_ns = 0;
+  // Forget stations learned behind the dead link, as a real switch flushes its table on link
+  // down: if they reappear elsewhere they are flooded to and relearned instead of black-holed.
+  std::erase_if(routes_, [port](const auto& entry) {
+    return !entry.second.is_static && entry.second.port == port;
+  });
+}
+
+bool SwitchCore::port_up(PortId port) const {
+  return port < ports_.size() && ports_[port].up;
+}
+
+}  // namespace ethx

@@ -1,0 +1,56 @@
+#include "switch/runtime/switch_stats.hpp"
+
+#include "switch/runtime/fault_change.hpp"
+
+namespace ethx {
+
+nlohmann::json switch_stats_json(const SwitchCore& core) {
+  nlohmann::json ports = nlohmann::json::array();
+  nlohmann::json totals = {{"rx_frames", 0},
+                           {"tx_frames", 0},
+                           {"drops_malformed", 0},
+                           {"drops_queue_full", 0},
+                           {"drops_unknown_destination", 0},
+                           {"drops_hairpin", 0},
+                           {"drops_spoofed", 0},
+                           {"drops_link_down", 0},
+                           {"faults_dropped", 0},
+                           {"faults_corrupted", 0},
+                           {"faults_reordered", 0},
+                           {"faults_delayed", 0}};
+  for (PortId port = 0; port < core.port_count(); ++port) {
+    const PortCounters& c = core.counters(port);
+    nlohmann::json malformed_by_reason = nlohmann::json::object();
+    for (std::size_t reason = 0; reason < c.malformed_by_reason.size(); ++reason) {
+      if (c.malformed_by_reason[reason] != 0) {
+        malformed_by_reason[wire::to_string(static_cast<wire::DecodeError>(reason))] =
+            c.malformed_by_reason[reason];
+      }
+    }
+    nlohmann::json entry = {{"port", port},
+                            {"rx_frames", c.rx_frames},
+                            {"rx_bytes", c.rx_bytes},
+                            {"tx_frames", c.tx_frames},
+                            {"tx_bytes", c.tx_bytes},
+                            {"drops_malformed", c.drops_malformed},
+                            {"drops_queue_full", c.drops_queue_full},
+                            {"drops_unknown_destination", c.drops_unknown_destination},
+                            {"drops_hairpin", c.drops_hairpin},
+                            {"drops_spoofed", c.drops_spoofed},
+                            {"faults_dropped", c.faults_dropped},
+                            {"faults_corrupted", c.faults_corrupted},
+                            {"faults_reordered", c.faults_reordered},
+                            {"faults_delay_spikes", c.faults_delay_spikes},
+                            {"faults_delayed", c.faults_delayed},
+                            {"drops_link_down", c.drops_link_down},
+                            {"queue_bytes_high_water", c.queue_bytes_high_water},
+                            {"malformed_by_reason", malformed_by_reason},
+                            {"faults", port_faults_json(core.faults(port), core.port_up(port))}};
+    for (auto& [key, value] : totals.items())
+      value = value.get<std::uint64_t>() + entry[key].get<std::uint64_t>();
+    ports.push_back(entry);
+  }
+  return {{"ports", ports}, {"totals", totals}, {"drops_bad_port", core.drops_bad_port()}};
+}
+
+}  // namespace ethx
