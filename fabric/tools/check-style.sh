@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The house's habits, checked (CI runs this from setup.sh test):
+#   1. every C/C++ file is clang-format clean (.clang-format);
+#   2. every #include points down the layers (fabric/tools/check-layers.py);
+#   3. clang-tidy's agreed check set (.clang-tidy) finds nothing in non-test code.
+# Usage: fabric/tools/check-style.sh [BUILD_DIR]   (a configured build with compile_commands.json)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$repo/build}"
+jobs="$(nproc)"
+cd "$repo"
+say() { printf '==> %s\n' "$*" >&2; }
+
+say "clang-format: every C/C++ file"
+git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | grep -v '^tests/fuzz/corpus/' |
+  xargs -r clang-format --dry-run -Werror
+
+say "layers: every #include points down"
+python3 fabric/tools/check-layers.py
+
+# Non-test sources in the compilation database: the guest image's C files and the QEMU file
+# build elsewhere (build-guest-image.sh, build-qemu.sh) against headers this build lacks.
+[ -f "$build/compile_commands.json" ] ||
+  { echo "check-style.sh: $build/compile_commands.json is missing: configure the build first" >&2; exit 1; }
+mapfile -t sources < <(git ls-files '*.cpp' | grep -v '^tests/')
+say "clang-tidy (.clang-tidy): ${#sources[@]} files"
+# -Wno-unknown-warning-option: the GCC build's own flags (-Wno-restrict) are unknown to clang.
+run-clang-tidy -p "$build" -quiet -j "$jobs" -extra-arg=-Wno-unknown-warning-option \
+  "${sources[@]/#/$repo/}" > "$build/clang-tidy.log" 2>&1 || {
+  grep -E 'warning:|error:' "$build/clang-tidy.log" | sort -u >&2
+  echo "check-style.sh: clang-tidy findings (whole log: $build/clang-tidy.log)" >&2
+  exit 1
+}
+say "style: clean"
