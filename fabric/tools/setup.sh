@@ -67,6 +67,8 @@ case "$mode" in
     install_packages
     build_release
     build_vm_prerequisites
+    say "style: clang-format, layers, clang-tidy (fabric/tools/check-style.sh)"
+    "$repo/fabric/tools/check-style.sh" "$repo/build"
     build_sanitizers
     say "unit tests under ASan/UBSan"
     (cd "$repo/build-asan" && ctest -L unit --output-on-failure -j "$jobs")
