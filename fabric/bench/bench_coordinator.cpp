@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -184,7 +185,7 @@ json run_suite(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& 
     load_p50.push_back(load["p50_ns"].get<double>());
     load_p99.push_back(load["p99_ns"].get<double>());
   }
-  const auto to_int = [](double value) { return static_cast<std::uint64_t>(value + 0.5); };
+  const auto to_int = [](double value) { return static_cast<std::uint64_t>(std::llround(value)); };
   report["load_latency_ns"] = {{"p50", to_int(median(load_p50))},
                                {"p99", to_int(median(load_p99))}};
   if (modes != nullptr) {

@@ -40,7 +40,7 @@ std::uint64_t bandwidth_total_bytes(const RoceSuitePlan& plan, std::uint32_t siz
 // Transfers in flight in a bandwidth run of `size`: plan.outstanding, but at most
 // kMaxInflightBytes of payload. Both systems get the same depth: neither has flow control for
 // responses here, and deeper bursts of 64 KiB reads overflow the switch's egress queues.
-inline constexpr std::uint64_t kMaxInflightBytes = 128 * 1024;
+inline constexpr std::uint64_t kMaxInflightBytes = std::uint64_t{128} * 1024;
 std::uint32_t bandwidth_outstanding(const RoceSuitePlan& plan, std::uint32_t size);
 
 // Connects `count` QP pairs between GPUs a and b (each side creates, then connects to the

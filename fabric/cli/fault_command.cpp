@@ -51,7 +51,7 @@ FaultChange change_from(const FaultOptions& options, std::size_t port_count) {
   change.delay_spike_rate = checked_rate("--delay-spike-rate", options.delay_spike_rate);
   if (options.delay_spike_us) {
     const double us = *options.delay_spike_us;
-    const double max_us = static_cast<double>(kMaxDelaySpikeNs / 1000);
+    const double max_us = static_cast<double>(kMaxDelaySpikeNs) / 1000.0;
     if (!(us >= 0.0 && us <= max_us)) {
       throw BadOption("--delay-spike-us: must be between 0 and " +
                       std::to_string(kMaxDelaySpikeNs / 1000) + " (got " + std::to_string(us) +

@@ -61,6 +61,8 @@ json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t
                          {"roce_doorbell_ns", kModelDoorbellNs},
                          {"roce_path_mtu_bytes", path_mtu_bytes}};
   model["sources"] = {
+      // One literal per source, some split over lines: the adjacent pieces are meant to join.
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "link rate, propagation, switch forwarding, NIC and completer latencies: the topology "
       "config's [link], [switch] and [sim] values (docs/timing-model.md gives each one's "
       "source)",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -11,7 +12,7 @@ namespace ethx {
 inline std::uint64_t percentile(std::vector<std::uint64_t>& samples, double p) {
   if (samples.empty()) return 0;
   const double rank = p / 100.0 * static_cast<double>(samples.size() - 1);
-  const auto index = static_cast<std::size_t>(rank + 0.5);
+  const auto index = static_cast<std::size_t>(std::llround(rank));
   std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(index),
                    samples.end());
   return samples[index];

@@ -139,7 +139,7 @@ SimReport SimFabric::run(Workload& workload) {
 void SimFabric::prefetch(const Event& event) const {
   if (event.hint == nullptr) return;
   const auto* data = static_cast<const char*>(event.hint);
-  for (int line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
+  for (std::ptrdiff_t line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
 }
 
 void SimFabric::dispatch(const Event& event) {

@@ -44,7 +44,7 @@ struct WorkloadParams {
 
 // Writes to a GPU land in its first kLandingZoneBytes (each sender in its own slot of the
 // message size, wrapping), so 1024 GPUs touch at most 1024 x 256 KiB of sparse memory.
-inline constexpr std::uint64_t kLandingZoneBytes = 256 * 1024;
+inline constexpr std::uint64_t kLandingZoneBytes = std::uint64_t{256} * 1024;
 // load-latency issues this many loads per repeat, one at a time.
 inline constexpr std::uint64_t kLoadsPerRepeat = 100;
 

@@ -105,7 +105,7 @@ AcceleratorChoice choose_accelerator(const VmPlan& plan) {
       }
     }
   }
-  const AcceleratorChoice choice = probe(plan);
+  AcceleratorChoice choice = probe(plan);
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(cache_path()).parent_path(), error);
   std::ofstream(cache_path(), std::ios::app)

@@ -13,7 +13,7 @@ namespace {
 
 // The scratch buffer's lower half holds WRITE sources and READ sinks of the timed loops; the
 // upper half is where verification READs land, so checking never disturbs a source.
-constexpr std::size_t kVerifyChunkBytes = 64 * 1024;
+constexpr std::size_t kVerifyChunkBytes = std::size_t{64} * 1024;
 constexpr std::size_t kCompletionBatch = 256;
 constexpr std::uint32_t kAllToAllWriteBytes = 4096;
 constexpr std::uint32_t kAllToAllOutstanding = 32;

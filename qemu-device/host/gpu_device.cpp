@@ -290,7 +290,7 @@ void GpuDevice::enqueue(std::shared_ptr<Request> request) {
 // thread and being woken by it: that saves two thread hand-overs (each a scheduler round trip
 // on these 2-core machines) per load. Everything queued before the request is issued first, in
 // order, so a load still never passes the same vCPU's posted stores.
-DeviceResult GpuDevice::submit_and_wait(std::shared_ptr<Request> request) {
+DeviceResult GpuDevice::submit_and_wait(const std::shared_ptr<Request>& request) {
   NodeRuntime& node = *impl_->node;
   std::unique_lock engine(impl_->engine);
   take_incoming();
@@ -356,7 +356,7 @@ DeviceResult GpuDevice::load(std::uint64_t window_addr, unsigned width) {
   ++impl_->loads;
   DeviceResult error;
   auto request = prepare(Request::Kind::kLoad, window_addr, width, error);
-  return request ? submit_and_wait(std::move(request)) : error;
+  return request ? submit_and_wait(request) : error;
 }
 
 DeviceResult GpuDevice::store(std::uint64_t window_addr, unsigned width, std::uint64_t value) {
@@ -378,13 +378,13 @@ DeviceResult GpuDevice::atomic(AtomicOp op, std::uint64_t window_addr, unsigned 
   request->op = op;
   request->value = operand;
   request->compare = compare;
-  return submit_and_wait(std::move(request));
+  return submit_and_wait(request);
 }
 
 DeviceResult GpuDevice::flush_all() {
   auto request = std::make_shared<Request>();
   request->kind = Request::Kind::kFlushAll;
-  return submit_and_wait(std::move(request));
+  return submit_and_wait(request);
 }
 
 bool GpuDevice::start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes,

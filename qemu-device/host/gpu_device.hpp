@@ -123,7 +123,7 @@ class GpuDevice {
   enum class RequestKind { kLoad, kStore, kAtomic, kFlushAll };
   std::shared_ptr<Request> prepare(RequestKind kind, std::uint64_t window_addr, unsigned width,
                                    DeviceResult& error);
-  DeviceResult submit_and_wait(std::shared_ptr<Request> request);
+  DeviceResult submit_and_wait(const std::shared_ptr<Request>& request);
   void enqueue(std::shared_ptr<Request> request);
   void serve();
   // Engine owner only (Impl::engine held).

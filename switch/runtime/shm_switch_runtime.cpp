@@ -114,7 +114,7 @@ void ShmSwitchRuntime::run(const std::atomic<bool>& stop) {
     if (commands_.poll(core_)) periodic_.note_activity();
     if (step()) {
       periodic_.note_activity();
-      if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
+      if (periodic_.enabled()) periodic_.poll(monotonic_ns());
       continue;
     }
     // Idle: spin, yield, then sleep until a node rings or a held frame is due; a signal ends
@@ -125,7 +125,7 @@ void ShmSwitchRuntime::run(const std::atomic<bool>& stop) {
         release == kNoRelease ? -1 : static_cast<std::int64_t>(release > now ? release - now : 0);
     waiter_.wait(
         region_.header().switch_bell, [this] { return has_input(); },
-        PeriodicHook::shorter(periodic_.poll(now), until_release_ns));
+        PeriodicHook::shorter(periodic_.poll(static_cast<std::int64_t>(now)), until_release_ns));
   }
   region_.header().switch_ready.store(0);
 }

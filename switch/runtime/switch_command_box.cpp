@@ -13,7 +13,8 @@ namespace {
 
 void write_text(char* destination, std::uint32_t& bytes, const std::string& text) {
   const std::size_t length = std::min(text.size(), kSwitchCommandBytes);
-  std::memcpy(destination, text.data(), length);
+  // Length-prefixed (bytes), not NUL-terminated: the reader takes exactly `bytes`.
+  std::copy_n(text.data(), length, destination);
   bytes = static_cast<std::uint32_t>(length);
 }
 
@@ -96,7 +97,7 @@ nlohmann::json send_switch_command(ControlRegion& control, const nlohmann::json&
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const nlohmann::json reply =
+  nlohmann::json reply =
       nlohmann::json::parse(read_text(box.reply, box.reply_bytes), nullptr, false);
   if (reply.is_discarded()) throw std::runtime_error("ethx-switch answered with invalid JSON");
   return reply;

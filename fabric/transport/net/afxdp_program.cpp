@@ -30,7 +30,8 @@ std::string xdp_error_text(int error) {
 
 // libbpf/libxdp print warnings to stderr. Keep them, minus the debug chatter and the one
 // harmless line every object without an .xdp_run_config section produces.
-int quiet_print(enum libbpf_print_level level, const char* format, va_list args) {
+__attribute__((format(printf, 2, 0))) int quiet_print(enum libbpf_print_level level,
+                                                      const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
   std::array<char, 512> line{};
   std::vsnprintf(line.data(), line.size(), format, args);
@@ -44,7 +45,8 @@ int quiet_print(enum libbpf_print_level level, const char* format, va_list args)
   }
   return std::fputs(line.data(), stderr);
 }
-int quiet_xdp_print(enum libxdp_print_level level, const char* format, va_list args) {
+__attribute__((format(printf, 2, 0))) int quiet_xdp_print(enum libxdp_print_level level,
+                                                          const char* format, va_list args) {
   if (level == LIBXDP_DEBUG) return 0;
   return quiet_print(LIBBPF_WARN, format, args);
 }

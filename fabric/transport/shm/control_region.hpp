@@ -29,7 +29,7 @@ enum class NodeState : std::uint32_t {
 };
 
 inline constexpr std::size_t kCommandBytes = 4096;
-inline constexpr std::size_t kResultBytes = 60 * 1024;
+inline constexpr std::size_t kResultBytes = std::size_t{60} * 1024;
 
 enum class SwitchMode : std::uint32_t {
   kSwitchCore = 0,     // the ethx switch (switch_core.hpp)
