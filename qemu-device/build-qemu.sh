@@ -68,6 +68,7 @@ device_lib="$ethx_build/lib"
 # Hook the device in (idempotent): its sources are symlinked so edits only recompile it.
 ln -sf "$repo/qemu-device/qemu/ethx_gpu.c" "$src/hw/misc/ethx_gpu.c"
 ln -sf "$repo/qemu-device/host/ethx_gpu_api.h" "$src/hw/misc/ethx_gpu_api.h"
+ln -sf "$repo/qemu-device/ethx_gpu_regs.h" "$src/hw/misc/ethx_gpu_regs.h"  # the register map
 ln -sfn "$device_lib" "$src/hw/misc/ethx-device"
 grep -q "ETHX_GPU" "$src/hw/misc/Kconfig" ||
   printf '\nconfig ETHX_GPU\n    bool\n    default y if PCI_DEVICES\n    depends on PCI\n' >> "$src/hw/misc/Kconfig"

@@ -117,12 +117,8 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
   const std::string ns = ethx::netns::switch_namespace(options.netns_tag);
   std::vector<std::unique_ptr<ethx::FrameSocket>> sockets;
   std::vector<ethx::FrameSocket*> ports;
-  // Veths cannot back-pressure a sender: a burst the switch thread cannot drain at once must
-  // fit its receive rings. Deep rings for small fabrics (8192 frames per port, 32 MiB UMEM),
-  // the default 2048 from 32 ports on, so the pinned memory stays bounded.
-  const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
-                                       : topology.gpu_count <= 16 ? 4096
-                                                                  : 2048;
+  // Veths cannot back-pressure a sender: bursts must fit the receive rings.
+  const std::uint32_t receive_frames = ethx::receive_frames_for_fabric(topology.gpu_count);
   for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
     sockets.push_back(ethx::open_frame_socket(options.transport, ns,
                                               ethx::netns::switch_interface(options.netns_tag, gpu),

@@ -14,10 +14,9 @@
 #include "fabric/workloads/bench_workloads.hpp"
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/node/node_port_factory.hpp"
 #include "fabric/workloads/node_commands.hpp"
 #include "fabric/platform/process_signals.hpp"
-#include "fabric/transport/shm/shm_node_port.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
 #include "fabric/config/topology_config.hpp"
 
@@ -30,7 +29,7 @@ namespace {
 // post) and interrupts the socket wait when a command arrives or the node should stop.
 class CommandBellThread {
  public:
-  CommandBellThread(ethx::ControlRegion& control, std::uint32_t gpu, ethx::SocketNodePort& port)
+  CommandBellThread(ethx::ControlRegion& control, std::uint32_t gpu, ethx::NodePort& port)
       : thread_([this, &control, gpu, &port] {
           ethx::shm::WaitPolicy policy;
           policy.spin_iterations = 0;
@@ -107,56 +106,26 @@ int run(int argc, char** argv) {
                             std::to_string(topology.gpu_count) + ")");
   }
   const auto self = static_cast<ethx::GpuId>(gpu);
-  if (!ethx::valid_transport(transport)) {
-    throw std::invalid_argument("--transport " + transport + ": use shm, afxdp or afpacket");
-  }
-  const bool sockets = ethx::is_socket_transport(transport);
-  // Which interface: the command line, then the config's gpu.interface, then the run's veth.
-  if (interface.empty() && !topology.gpus[gpu].interface.empty()) {
-    interface = topology.gpus[gpu].interface;
-    if (!vm.count("netns")) netns = topology.gpus[gpu].netns;
-  }
-  if (interface.empty() && !netns_tag.empty()) {
-    interface = ethx::netns::node_interface(netns_tag, gpu);
-    netns = ethx::netns::node_namespace(netns_tag, gpu);
-  }
-  if (sockets && interface.empty()) {
-    throw std::invalid_argument("--transport " + transport +
-                                " needs --netns-tag, --interface or gpu.interface in the config");
-  }
-  if (sockets) {
-    if (std::string error = ethx::check_privileges(ethx::privilege_needs(transport), "ethx-node");
-        !error.empty()) {
-      throw std::runtime_error(error);
-    }
-  }
 
+  // The port first: a bad transport, a missing interface or privilege fails before the HBM file
+  // is allocated.
+  ethx::NodePortOptions port_options;
+  port_options.fabric = fabric;
+  port_options.transport = transport;
+  port_options.netns_tag = netns_tag;
+  port_options.interface = interface;
+  if (vm.count("netns")) port_options.netns = netns;
+  port_options.program = "ethx-node";
+  const std::unique_ptr<ethx::NodePort> port = ethx::open_node_port(topology, self, port_options);
   // Fully allocated now: a full /dev/shm fails here with a message, not with SIGBUS later.
   auto hbm =
       ethx::shm::SharedMemoryFile::create(ethx::hbm_file_name(fabric, self), topology.hbm_bytes);
-  std::optional<ethx::shm::ShmFabricRegion> region;
-  std::unique_ptr<ethx::NodePort> port;
-  ethx::SocketNodePort* socket_port = nullptr;
-  if (sockets) {
-    // A veth cannot back-pressure the switch: bursts it forwards must fit the receive ring.
-    // Deep rings for small fabrics, the default from 32 GPUs on (pinned memory stays bounded).
-    const std::uint32_t receive_frames = topology.gpu_count <= 8    ? 8192
-                                         : topology.gpu_count <= 16 ? 4096
-                                                                    : 2048;
-    auto owned = std::make_unique<ethx::SocketNodePort>(ethx::open_frame_socket(
-        transport, netns, interface, ethx::SocketRole::kNode, receive_frames));
-    socket_port = owned.get();
-    port = std::move(owned);
-  } else {
-    region.emplace(ethx::shm::ShmFabricRegion::attach(ethx::switch_region_name(fabric)));
-    port = std::make_unique<ethx::ShmNodePort>(*region, gpu);
-  }
   std::optional<ethx::ControlRegion> control;
   if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
     control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(fabric)));
   }
   std::optional<CommandBellThread> bell_thread;
-  if (control && socket_port != nullptr) bell_thread.emplace(*control, gpu, *socket_port);
+  if (control && ethx::is_socket_transport(transport)) bell_thread.emplace(*control, gpu, *port);
 
   std::span<std::byte> memory(hbm.data(), hbm.size_bytes());
   ethx::NodeRuntime node(topology, self, memory, *port);

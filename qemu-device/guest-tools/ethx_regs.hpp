@@ -1,17 +1,22 @@
-// The ethx-gpu BARs and control registers, as docs/register-map.md (version 2) describes them
-// (the QEMU side is C in QEMU's tree and cannot include this header).
+// The ethx-gpu register map as the guest tools use it: C++ names for what
+// qemu-device/ethx_gpu_regs.h defines (the one definition the QEMU device and the host side
+// share), plus the names the tools print. No offset, width, bit or code is written here.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
+
+#include "qemu-device/ethx_gpu_regs.h"
 
 namespace ethx::guest {
 
-inline constexpr std::uint16_t kPciVendorId = 0x1234;
-inline constexpr std::uint16_t kPciDeviceId = 0xe7e0;
+inline constexpr std::uint16_t kPciVendorId = ETHX_GPU_VENDOR_ID;
+inline constexpr std::uint16_t kPciDeviceId = ETHX_GPU_DEVICE_ID;
 
-inline constexpr unsigned kControlBar = 0;
-inline constexpr unsigned kHbmBar = 2;     // this GPU's own memory (RAM)
-inline constexpr unsigned kWindowBar = 4;  // the remote window (MMIO, address-map translated)
+inline constexpr unsigned kControlBar = ETHX_GPU_CTRL_BAR;
+inline constexpr unsigned kHbmBar = ETHX_GPU_HBM_BAR;        // this GPU's own memory (RAM)
+inline constexpr unsigned kWindowBar = ETHX_GPU_WINDOW_BAR;  // the remote window (MMIO)
 
 struct Register {
   const char* name;
@@ -19,35 +24,41 @@ struct Register {
   unsigned width;  // bytes
 };
 
-inline constexpr Register kIdent{"ident", 0x00, 4};
-inline constexpr Register kVersion{"version", 0x04, 4};
-inline constexpr Register kGpuId{"gpu_id", 0x08, 4};
-inline constexpr Register kStatus{"status", 0x0c, 4};
-inline constexpr Register kError{"error", 0x10, 4};
-inline constexpr Register kFaultAddr{"fault_addr", 0x18, 8};
-inline constexpr Register kScratch{"scratch", 0x20, 8};
-inline constexpr Register kGpuCount{"gpu_count", 0x28, 4};
-inline constexpr Register kApertureMib{"aperture_mib", 0x2c, 4};
-inline constexpr Register kHbmMib{"hbm_mib", 0x30, 4};
-inline constexpr Register kAtomicAddr{"atomic_addr", 0x40, 8};
-inline constexpr Register kAtomicOperand{"atomic_operand", 0x48, 8};
-inline constexpr Register kAtomicCompare{"atomic_compare", 0x50, 8};
-inline constexpr Register kAtomicCmd{"atomic_cmd", 0x58, 4};  // write-only
-inline constexpr Register kAtomicResult{"atomic_result", 0x60, 8};
-inline constexpr Register kAtomicStatus{"atomic_status", 0x68, 4};
-inline constexpr Register kCopySrc{"copy_src", 0x80, 8};
-inline constexpr Register kCopyDst{"copy_dst", 0x88, 8};
-inline constexpr Register kCopyLen{"copy_len", 0x90, 8};
-inline constexpr Register kCopyCmd{"copy_cmd", 0x98, 4};  // write-only
-inline constexpr Register kCopyStatus{"copy_status", 0x9c, 4};
-inline constexpr Register kCntLoads{"cnt_loads", 0xc0, 8};
-inline constexpr Register kCntStores{"cnt_stores", 0xc8, 8};
-inline constexpr Register kCntAtomics{"cnt_atomics", 0xd0, 8};
-inline constexpr Register kCntErrors{"cnt_errors", 0xd8, 8};
-inline constexpr Register kCntTimeouts{"cnt_timeouts", 0xe0, 8};
-inline constexpr Register kCntServed{"cnt_served", 0xe8, 8};
-inline constexpr Register kCntCopies{"cnt_copies", 0xf0, 8};
-inline constexpr Register kCntCopyBytes{"cnt_copy_bytes", 0xf8, 8};
+// A register by its ethx_gpu_regs.h name, with the name the tools print for it.
+#define ETHX_GUEST_REGISTER(NAME, printed) \
+  Register { printed, ETHX_REG_##NAME, ETHX_REG_##NAME##_WIDTH }
+
+inline constexpr Register kIdent = ETHX_GUEST_REGISTER(IDENT, "ident");
+inline constexpr Register kVersion = ETHX_GUEST_REGISTER(VERSION, "version");
+inline constexpr Register kGpuId = ETHX_GUEST_REGISTER(GPU_ID, "gpu_id");
+inline constexpr Register kStatus = ETHX_GUEST_REGISTER(STATUS, "status");
+inline constexpr Register kError = ETHX_GUEST_REGISTER(ERROR, "error");
+inline constexpr Register kFaultAddr = ETHX_GUEST_REGISTER(FAULT_ADDR, "fault_addr");
+inline constexpr Register kScratch = ETHX_GUEST_REGISTER(SCRATCH, "scratch");
+inline constexpr Register kGpuCount = ETHX_GUEST_REGISTER(GPU_COUNT, "gpu_count");
+inline constexpr Register kApertureMib = ETHX_GUEST_REGISTER(APERTURE_MIB, "aperture_mib");
+inline constexpr Register kHbmMib = ETHX_GUEST_REGISTER(HBM_MIB, "hbm_mib");
+inline constexpr Register kAtomicAddr = ETHX_GUEST_REGISTER(ATOMIC_ADDR, "atomic_addr");
+inline constexpr Register kAtomicOperand = ETHX_GUEST_REGISTER(ATOMIC_OPERAND, "atomic_operand");
+inline constexpr Register kAtomicCompare = ETHX_GUEST_REGISTER(ATOMIC_COMPARE, "atomic_compare");
+inline constexpr Register kAtomicCmd = ETHX_GUEST_REGISTER(ATOMIC_CMD, "atomic_cmd");  // WO
+inline constexpr Register kAtomicResult = ETHX_GUEST_REGISTER(ATOMIC_RESULT, "atomic_result");
+inline constexpr Register kAtomicStatus = ETHX_GUEST_REGISTER(ATOMIC_STATUS, "atomic_status");
+inline constexpr Register kCopySrc = ETHX_GUEST_REGISTER(COPY_SRC, "copy_src");
+inline constexpr Register kCopyDst = ETHX_GUEST_REGISTER(COPY_DST, "copy_dst");
+inline constexpr Register kCopyLen = ETHX_GUEST_REGISTER(COPY_LEN, "copy_len");
+inline constexpr Register kCopyCmd = ETHX_GUEST_REGISTER(COPY_CMD, "copy_cmd");  // WO
+inline constexpr Register kCopyStatus = ETHX_GUEST_REGISTER(COPY_STATUS, "copy_status");
+inline constexpr Register kCntLoads = ETHX_GUEST_REGISTER(CNT_LOADS, "cnt_loads");
+inline constexpr Register kCntStores = ETHX_GUEST_REGISTER(CNT_STORES, "cnt_stores");
+inline constexpr Register kCntAtomics = ETHX_GUEST_REGISTER(CNT_ATOMICS, "cnt_atomics");
+inline constexpr Register kCntErrors = ETHX_GUEST_REGISTER(CNT_ERRORS, "cnt_errors");
+inline constexpr Register kCntTimeouts = ETHX_GUEST_REGISTER(CNT_TIMEOUTS, "cnt_timeouts");
+inline constexpr Register kCntServed = ETHX_GUEST_REGISTER(CNT_SERVED, "cnt_served");
+inline constexpr Register kCntCopies = ETHX_GUEST_REGISTER(CNT_COPIES, "cnt_copies");
+inline constexpr Register kCntCopyBytes = ETHX_GUEST_REGISTER(CNT_COPY_BYTES, "cnt_copy_bytes");
+
+#undef ETHX_GUEST_REGISTER
 
 // Readable in every version (`status` shows them).
 inline constexpr Register kControlRegisters[] = {kIdent, kVersion,   kGpuId,  kStatus,
@@ -59,36 +70,68 @@ inline constexpr Register kControlRegistersV2[] = {
     kCopyLen,       kCopyStatus,   kCntLoads,     kCntStores,  kCntAtomics,
     kCntErrors,     kCntTimeouts,  kCntServed,    kCntCopies,  kCntCopyBytes};
 
-inline constexpr std::uint32_t kIdentValue = 0x45544858;  // "ETHX"
+inline constexpr std::uint32_t kIdentValue = ETHX_IDENT;
 
-inline constexpr std::uint32_t kStatusFabricUp = 1u << 0;
-inline constexpr std::uint32_t kStatusErrorLatched = 1u << 1;
-inline constexpr std::uint32_t kStatusCopyBusy = 1u << 2;
+inline constexpr std::uint32_t kStatusFabricUp = ETHX_STATUS_FABRIC_UP;
+inline constexpr std::uint32_t kStatusErrorLatched = ETHX_STATUS_ERROR;
+inline constexpr std::uint32_t kStatusCopyBusy = ETHX_STATUS_COPY_BUSY;
 
-// ERROR bits, by bit number.
-inline constexpr const char* kErrorBitNames[] = {
-    "bad_register", "out_of_window", "no_rights", "timeout",        "remote_error",
-    "bad_width",    "unreachable",   "no_fabric", "copy_busy_error"};
-inline constexpr std::uint32_t kErrorBadRegister = 1u << 0;
-inline constexpr std::uint32_t kErrorOutOfWindow = 1u << 1;
-inline constexpr std::uint32_t kErrorTimeout = 1u << 3;
-inline constexpr std::uint32_t kErrorCopyBusy = 1u << 8;
+inline constexpr std::uint32_t kErrorBadRegister = ETHX_ERROR_BAD_REGISTER;
+inline constexpr std::uint32_t kErrorOutOfWindow = ETHX_ERROR_OUT_OF_WINDOW;
+inline constexpr std::uint32_t kErrorTimeout = ETHX_ERROR_TIMEOUT;
+inline constexpr std::uint32_t kErrorCopyBusy = ETHX_ERROR_COPY_BUSY;
 
-// ATOMIC_STATUS and COPY_STATUS bits 15:8, by code (0 is ok).
-inline constexpr const char* kStatusCodeNames[] = {
-    "ok", "out_of_window", "no_rights", "timeout", "refused", "bad_width", "unreachable"};
+// ERROR bit names, by bit number (placed by the header's bits, so a reordering cannot shift them).
+inline constexpr auto kErrorBitNames = [] {
+  std::array<const char*, ETHX_ERROR_BIT_COUNT> names{};
+  const auto at = [&](std::uint32_t bit, const char* name) { names[std::countr_zero(bit)] = name; };
+  at(ETHX_ERROR_BAD_REGISTER, "bad_register");
+  at(ETHX_ERROR_OUT_OF_WINDOW, "out_of_window");
+  at(ETHX_ERROR_NO_RIGHTS, "no_rights");
+  at(ETHX_ERROR_TIMEOUT, "timeout");
+  at(ETHX_ERROR_REMOTE_ERROR, "remote_error");
+  at(ETHX_ERROR_BAD_WIDTH, "bad_width");
+  at(ETHX_ERROR_UNREACHABLE, "unreachable");
+  at(ETHX_ERROR_NO_FABRIC, "no_fabric");
+  at(ETHX_ERROR_COPY_BUSY, "copy_busy_error");
+  return names;
+}();
 
-// ATOMIC_CMD: bits 1:0 op, bits 11:8 width in bytes.
-enum class AtomicOp : std::uint32_t { kFetchAdd = 0, kSwap = 1, kCompareSwap = 2 };
+// ATOMIC_STATUS and COPY_STATUS bits 15:8, by status code (0 is ok).
+inline constexpr auto kStatusCodeNames = [] {
+  std::array<const char*, ETHX_GPU_STATUS_COUNT> names{};
+  names[ETHX_GPU_OK] = "ok";
+  names[ETHX_GPU_OUT_OF_WINDOW] = "out_of_window";
+  names[ETHX_GPU_NO_RIGHTS] = "no_rights";
+  names[ETHX_GPU_TIMEOUT] = "timeout";
+  names[ETHX_GPU_REMOTE_ERROR] = "remote_error";
+  names[ETHX_GPU_BAD_WIDTH] = "bad_width";
+  names[ETHX_GPU_UNREACHABLE] = "unreachable";
+  names[ETHX_GPU_INTERNAL] = "internal";
+  return names;
+}();
+
+enum class AtomicOp : std::uint32_t {
+  kFetchAdd = ETHX_GPU_FETCH_ADD,
+  kSwap = ETHX_GPU_SWAP,
+  kCompareSwap = ETHX_GPU_COMPARE_SWAP
+};
 constexpr std::uint32_t atomic_command(AtomicOp op, unsigned width) {
-  return static_cast<std::uint32_t>(op) | (static_cast<std::uint32_t>(width & 0xf) << 8);
+  return ETHX_ATOMIC_CMD(static_cast<std::uint32_t>(op), width);
 }
 
-// COPY_CMD bit 0 starts; COPY_STATUS bits 7:0 state, bits 15:8 code when failed.
-inline constexpr std::uint32_t kCopyStart = 1u << 0;
-inline constexpr std::uint32_t kCopyIdle = 0;
-inline constexpr std::uint32_t kCopyBusy = 1;
-inline constexpr std::uint32_t kCopyDone = 2;
-inline constexpr std::uint32_t kCopyFailed = 3;
+inline constexpr std::uint32_t kCopyStart = ETHX_COPY_CMD_START;
+inline constexpr std::uint32_t kCopyIdle = ETHX_COPY_IDLE;
+inline constexpr std::uint32_t kCopyBusy = ETHX_COPY_BUSY;
+inline constexpr std::uint32_t kCopyDone = ETHX_COPY_DONE;
+inline constexpr std::uint32_t kCopyFailed = ETHX_COPY_FAILED;
+
+// COPY_STATUS split into the engine's state (kCopy*) and, when failed, its status code.
+constexpr std::uint32_t copy_state(std::uint32_t copy_status) {
+  return copy_status & ETHX_COPY_STATUS_STATE_MASK;
+}
+constexpr std::uint32_t copy_code(std::uint32_t copy_status) {
+  return (copy_status >> ETHX_COPY_STATUS_CODE_SHIFT) & ETHX_COPY_STATUS_CODE_MASK;
+}
 
 }  // namespace ethx::guest

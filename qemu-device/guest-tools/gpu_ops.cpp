@@ -87,7 +87,7 @@ AtomicResult run_atomic(GpuFunction& gpu, AtomicOp op, std::uint64_t addr, unsig
 CopyResult run_copy(GpuFunction& gpu, std::uint64_t src, std::uint64_t dst, std::uint64_t bytes,
                     std::chrono::nanoseconds timeout) {
   const auto before = static_cast<std::uint32_t>(gpu.read(kCopyStatus));
-  if ((before & 0xff) == kCopyBusy) {
+  if (copy_state(before) == kCopyBusy) {
     throw CommandError("the copy engine of " + gpu.bdf() +
                        " is busy (COPY_STATUS 1) before the start; is another copy running?");
   }
@@ -102,10 +102,10 @@ CopyResult run_copy(GpuFunction& gpu, std::uint64_t src, std::uint64_t dst, std:
     const auto status = static_cast<std::uint32_t>(gpu.read(kCopyStatus));
     ++result.polls;
     const std::uint64_t elapsed = now_ns() - start;
-    const std::uint32_t state = status & 0xff;
+    const std::uint32_t state = copy_state(status);
     if (state == kCopyDone || state == kCopyFailed) {
       result.state = state;
-      result.code = (status >> 8) & 0xff;
+      result.code = copy_code(status);
       result.ns = elapsed;
       return result;
     }

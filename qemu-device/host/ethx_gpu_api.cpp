@@ -12,11 +12,17 @@
 #include <memory>
 #include <string>
 
+#include "qemu-device/ethx_gpu_regs.h"
 #include "qemu-device/host/gpu_device.hpp"
 
 struct ethx_gpu {
   std::unique_ptr<ethx::GpuDevice> device;
 };
+
+// The C API passes the register map's opcodes straight through as ethx::AtomicOp.
+static_assert(static_cast<int>(ethx::AtomicOp::kFetchAdd) == ETHX_GPU_FETCH_ADD &&
+              static_cast<int>(ethx::AtomicOp::kSwap) == ETHX_GPU_SWAP &&
+              static_cast<int>(ethx::AtomicOp::kCompareSwap) == ETHX_GPU_COMPARE_SWAP);
 
 namespace {
 

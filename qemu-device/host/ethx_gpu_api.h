@@ -1,7 +1,7 @@
 /*
  * The C API the ethx-gpu QEMU device (qemu-device/qemu/ethx_gpu.c) links against: one handle
- * per emulated GPU, wrapping ethx::GpuDevice (qemu-device/host/gpu_device.hpp). Plain C so QEMU's C code
- * can include it; no C++ exception crosses it (every function catches and reports).
+ * per emulated GPU, wrapping ethx::GpuDevice (qemu-device/host/gpu_device.hpp). Plain C so
+ * QEMU's C code can include it; no C++ exception crosses it (every function catches and reports).
  *
  * Threads: ethx_gpu_load/store/atomic may be called from any thread (vCPUs) concurrently;
  * loads and atomics block until the fabric answers or the engine's timeout fires, so callers
@@ -27,24 +27,18 @@ typedef struct ethx_gpu_options {
   uint32_t gpus;           /* 0: from the topology */
   const char* config_path; /* NULL or "": the embedded default topology */
   const char* transport;   /* "shm" (NULL), "afxdp" or "afpacket" */
-  const char* netns_tag;   /* socket transports: the run's veth for this GPU */
-  const char* interface;   /* socket transports: or this interface ... */
-  const char* netns;       /* ... in this network namespace */
+  const char* netns_tag;   /* socket transports: the run's veth for this GPU, unless ... */
+  const char* interface;   /* ... this interface (default: the config's gpu.interface) */
+  const char* netns;       /* its network namespace (NULL, "": gpu.netns, else QEMU's own) */
 } ethx_gpu_options;
 
-/* Status codes; match ethx::DeviceStatus and the register map's status codes. */
-enum {
-  ETHX_GPU_OK = 0,
-  ETHX_GPU_OUT_OF_WINDOW = 1,
-  ETHX_GPU_NO_RIGHTS = 2,
-  ETHX_GPU_TIMEOUT = 3,
-  ETHX_GPU_REMOTE_ERROR = 4,
-  ETHX_GPU_BAD_WIDTH = 5,
-  ETHX_GPU_UNREACHABLE = 6,
-  ETHX_GPU_INTERNAL = 7 /* an unexpected failure inside the library (see the log) */
-};
-
-enum { ETHX_GPU_FETCH_ADD = 0, ETHX_GPU_SWAP = 1, ETHX_GPU_COMPARE_SWAP = 2 };
+/*
+ * Status codes (the int results, ETHX_GPU_OK ... ETHX_GPU_INTERNAL) and atomic opcodes
+ * (ETHX_GPU_FETCH_ADD, ETHX_GPU_SWAP, ETHX_GPU_COMPARE_SWAP) are the register map's, defined in
+ * ethx_gpu_regs.h (qemu-device/): include it too. This header does not include it itself
+ * because the two are included by different paths (from the repository root here, by bare
+ * name inside QEMU's tree).
+ */
 
 typedef struct ethx_gpu_counters {
   uint64_t loads, stores, atomics, errors, timeouts, served_requests, copies, copy_bytes;

@@ -12,11 +12,8 @@
 
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/node/node_port_factory.hpp"
 #include "fabric/node/node_runtime.hpp"
-#include "fabric/transport/shm/shm_fabric_region.hpp"
-#include "fabric/transport/shm/shm_node_port.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
 
 namespace ethx {
 namespace {
@@ -133,7 +130,6 @@ struct GpuDevice::Impl {
     std::uint64_t dst_window_addr = 0;  // kCopyRead: where the data goes
   };
 
-  std::optional<shm::ShmFabricRegion> region;
   std::optional<ControlRegion> control;  // the launcher's mailboxes: where "ready" is reported
   std::unique_ptr<NodePort> port;
   std::unique_ptr<NodeRuntime> node;
@@ -185,35 +181,14 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
       }()),
       impl_(std::make_unique<Impl>()) {
   impl_->callers_map = topology_.address_map();
-  if (!valid_transport(options.transport)) {
-    throw std::invalid_argument("transport " + options.transport + ": use shm, afxdp or afpacket");
-  }
-  if (is_socket_transport(options.transport)) {
-    std::string interface = options.interface;
-    std::string netns = options.netns;
-    if (interface.empty() && !options.netns_tag.empty()) {
-      interface = netns::node_interface(options.netns_tag, options.gpu);
-      netns = netns::node_namespace(options.netns_tag, options.gpu);
-    }
-    if (interface.empty()) {
-      throw std::invalid_argument("transport " + options.transport +
-                                  " needs a netns tag or an interface");
-    }
-    // A veth cannot back-pressure the switch: bursts it forwards must fit the receive ring
-    // (sized like ethx-node's, by fabric size, so the pinned memory stays bounded).
-    const std::uint32_t receive_frames = topology_.gpu_count <= 8    ? 8192
-                                         : topology_.gpu_count <= 16 ? 4096
-                                                                     : 2048;
-    impl_->port = std::make_unique<SocketNodePort>(
-        open_frame_socket(options.transport, netns, interface, SocketRole::kNode, receive_frames));
-  } else {
-    if (!shm::SharedMemoryFile::exists(switch_region_name(options.fabric))) {
-      throw std::runtime_error("no fabric '" + options.fabric +
-                               "' (its switch region is missing; start one with `ethx up`)");
-    }
-    impl_->region.emplace(shm::ShmFabricRegion::attach(switch_region_name(options.fabric)));
-    impl_->port = std::make_unique<ShmNodePort>(*impl_->region, options.gpu);
-  }
+  NodePortOptions port_options;
+  port_options.fabric = options.fabric;
+  port_options.transport = options.transport;
+  port_options.netns_tag = options.netns_tag;
+  port_options.interface = options.interface;
+  if (!options.netns.empty()) port_options.netns = options.netns;
+  port_options.program = "ethx-gpu " + std::to_string(options.gpu);
+  impl_->port = open_node_port(topology_, self_, port_options);
   impl_->node = std::make_unique<NodeRuntime>(topology_, self_, hbm(), *impl_->port);
   impl_->written_since_flush.assign(topology_.gpu_count, false);
   // Everything that can throw comes before the service thread starts: an exception with a

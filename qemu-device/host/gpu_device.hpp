@@ -28,6 +28,7 @@
 #include "fabric/platform/shm_file.hpp"
 #include "fabric/config/topology_config.hpp"
 #include "packet-engine/requester.hpp"
+#include "qemu-device/ethx_gpu_regs.h"
 
 namespace ethx {
 
@@ -45,15 +46,17 @@ struct GpuDeviceOptions {
   bool ready_when_told = false;
 };
 
-// What happened to one access; the values match the device's ERROR register bits.
+// What happened to one access: the register map's status codes (ethx_gpu_regs.h), which the
+// device shows in ATOMIC_STATUS and COPY_STATUS and latches as ERROR bit 1 << code. Code
+// ETHX_GPU_INTERNAL is the C API's own (an exception caught there), never a DeviceStatus.
 enum class DeviceStatus : std::uint32_t {
-  kOk = 0,
-  kOutOfWindow = 1,  // no window at that address
-  kNoRights = 2,     // the window does not allow this access
-  kTimeout = 3,      // no response within fabric.request_timeout_ns
-  kRemoteError = 4,  // the target refused (bounds, partition, rights, alignment)
-  kBadWidth = 5,     // not 1, 2, 4 or 8 bytes (atomics: 4 or 8)
-  kUnreachable = 6,  // the GPU is not in the fabric
+  kOk = ETHX_GPU_OK,
+  kOutOfWindow = ETHX_GPU_OUT_OF_WINDOW,  // no window at that address
+  kNoRights = ETHX_GPU_NO_RIGHTS,         // the window does not allow this access
+  kTimeout = ETHX_GPU_TIMEOUT,            // no response within fabric.request_timeout_ns
+  kRemoteError = ETHX_GPU_REMOTE_ERROR,   // the target refused (bounds, partition, rights, ...)
+  kBadWidth = ETHX_GPU_BAD_WIDTH,         // not 1, 2, 4 or 8 bytes (atomics: 4 or 8)
+  kUnreachable = ETHX_GPU_UNREACHABLE,    // the GPU is not in the fabric
 };
 const char* to_string(DeviceStatus status);
 

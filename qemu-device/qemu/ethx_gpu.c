@@ -1,6 +1,7 @@
 /*
  * ethx-gpu: an emulated GPU whose memory other GPUs reach with loads and stores carried as
- * Ethernet frames (the ethx fabric emulator). Register map: docs/register-map.md (version 2).
+ * Ethernet frames (the ethx fabric emulator). Register map: ethx_gpu_regs.h (qemu-device/),
+ * explained in docs/register-map.md.
  *
  * BAR 0 control registers; BAR 2 this GPU's memory ("HBM"), RAM from the shared-memory file
  * the fabric's completer serves; BAR 4 the remote window, whose every access goes through
@@ -18,6 +19,7 @@
 
 #include "qemu/osdep.h" /* must come first in every QEMU source file */
 #include "ethx_gpu_api.h"
+#include "ethx_gpu_regs.h" /* the register map; symlinked next to this file too */
 #include "hw/pci/msi.h"
 #include "hw/pci/pci.h"
 #include "hw/qdev-properties.h"
@@ -31,55 +33,6 @@
 
 #define TYPE_ETHX_GPU "ethx-gpu"
 OBJECT_DECLARE_SIMPLE_TYPE(EthxGpuState, ETHX_GPU)
-
-/* PCI identity: vendor 0x1234 is QEMU's experimental vendor (as edu uses); device 0xe7e0. */
-#define ETHX_GPU_VENDOR_ID 0x1234
-#define ETHX_GPU_DEVICE_ID 0xe7e0
-
-#define ETHX_GPU_CTRL_BAR_BYTES 4096
-
-/* Control BAR registers (byte offsets). */
-enum {
-    ETHX_REG_IDENT = 0x00,          /* RO 32: 0x45544858 ("ETHX") */
-    ETHX_REG_VERSION = 0x04,        /* RO 32: register map version */
-    ETHX_REG_GPU_ID = 0x08,         /* RO 32: this GPU's id in the fabric */
-    ETHX_REG_STATUS = 0x0c,         /* RO 32: bit 0 fabric up, 1 error latched, 2 copy busy */
-    ETHX_REG_ERROR = 0x10,          /* RW1C 32: latched error bits */
-    ETHX_REG_FAULT_ADDR = 0x18,     /* RO 64: address of the first faulting access */
-    ETHX_REG_SCRATCH = 0x20,        /* RW 64: scratch, for guest tools to probe MMIO */
-    ETHX_REG_GPU_COUNT = 0x28,      /* RO 32: GPUs in the fabric */
-    ETHX_REG_APERTURE_MIB = 0x2c,   /* RO 32: window bytes per GPU / 2^20 */
-    ETHX_REG_HBM_MIB = 0x30,        /* RO 32: BAR 2 bytes / 2^20 */
-    ETHX_REG_GUEST_READY = 0x34,    /* RW 32: the guest's tools are up (tells `ethx up`) */
-    ETHX_REG_ATOMIC_ADDR = 0x40,    /* RW 64 */
-    ETHX_REG_ATOMIC_OPERAND = 0x48, /* RW 64 */
-    ETHX_REG_ATOMIC_COMPARE = 0x50, /* RW 64 */
-    ETHX_REG_ATOMIC_CMD = 0x58,     /* WO 32: bits 1:0 op, bits 11:8 width */
-    ETHX_REG_ATOMIC_RESULT = 0x60,  /* RO 64 */
-    ETHX_REG_ATOMIC_STATUS = 0x68,  /* RO 32 */
-    ETHX_REG_COPY_SRC = 0x80,       /* RW 64 */
-    ETHX_REG_COPY_DST = 0x88,       /* RW 64 */
-    ETHX_REG_COPY_LEN = 0x90,       /* RW 64 */
-    ETHX_REG_COPY_CMD = 0x98,       /* WO 32: bit 0 start, bit 1 MSI on completion */
-    ETHX_REG_COPY_STATUS = 0x9c,    /* RO 32: 0 idle 1 busy 2 done 3 failed (code in 15:8) */
-    ETHX_REG_COUNTERS = 0xc0,       /* RO 64 x 8: loads, stores, atomics, errors, timeouts,
-                                       served, copies, copy bytes */
-    ETHX_REG_COUNTERS_END = 0x100,
-};
-
-#define ETHX_IDENT 0x45544858u
-#define ETHX_REGISTER_MAP_VERSION 2u
-
-#define ETHX_STATUS_FABRIC_UP (1u << 0)
-#define ETHX_STATUS_ERROR (1u << 1)
-#define ETHX_STATUS_COPY_BUSY (1u << 2)
-
-/* ERROR register bits; bits 1..6 are (1 << status code) of the C API. */
-#define ETHX_ERROR_BAD_REGISTER (1u << 0)
-#define ETHX_ERROR_NO_FABRIC (1u << 7)
-#define ETHX_ERROR_COPY_BUSY (1u << 8)
-
-enum { COPY_IDLE = 0, COPY_BUSY = 1, COPY_DONE = 2, COPY_FAILED = 3 };
 
 struct EthxGpuState {
     PCIDevice pdev;
@@ -132,13 +85,13 @@ static void ethx_gpu_latch_status(EthxGpuState *s, int status, uint64_t addr, co
 {
     qemu_log_mask(LOG_GUEST_ERROR, "ethx-gpu %u: %s at window address 0x%" PRIx64 ": %s\n",
                   s->gpu_id, what, addr, ethx_gpu_status_name(status));
-    ethx_gpu_latch(s, status >= 1 && status <= 6 ? 1u << status : ETHX_ERROR_BAD_REGISTER, addr);
+    ethx_gpu_latch(s, ethx_error_bit_of_status(status), addr);
 }
 
 static uint64_t ethx_gpu_counter(EthxGpuState *s, unsigned index)
 {
     ethx_gpu_counters c;
-    uint64_t values[8];
+    uint64_t values[ETHX_GPU_COUNTER_COUNT];
 
     if (!s->gpu) {
         return 0;
@@ -159,7 +112,8 @@ static uint32_t ethx_gpu_copy_status(EthxGpuState *s)
 {
     int state = qatomic_load_acquire(&s->copy_state);
 
-    return (uint32_t)state | (state == COPY_FAILED ? (uint32_t)s->copy_code << 8 : 0);
+    return (uint32_t)state |
+           (state == ETHX_COPY_FAILED ? (uint32_t)s->copy_code << ETHX_COPY_STATUS_CODE_SHIFT : 0);
 }
 
 static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
@@ -175,7 +129,7 @@ static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
         return s->gpu_id;
     case ETHX_REG_STATUS:
         return (s->gpu ? ETHX_STATUS_FABRIC_UP : 0) | (s->error ? ETHX_STATUS_ERROR : 0) |
-               (qatomic_read(&s->copy_state) == COPY_BUSY ? ETHX_STATUS_COPY_BUSY : 0);
+               (qatomic_read(&s->copy_state) == ETHX_COPY_BUSY ? ETHX_STATUS_COPY_BUSY : 0);
     case ETHX_REG_ERROR:
         return s->error;
     case ETHX_REG_FAULT_ADDR:
@@ -225,8 +179,8 @@ static void ethx_gpu_atomic_doorbell(EthxGpuState *s, uint32_t command)
 {
     uint64_t addr = s->atomic_addr, operand = s->atomic_operand, compare = s->atomic_compare;
     uint64_t old_value = UINT64_MAX, fault = addr;
-    int op = command & 3, status;
-    unsigned width = (command >> 8) & 0xf;
+    int op = command & ETHX_ATOMIC_CMD_OP_MASK, status;
+    unsigned width = (command >> ETHX_ATOMIC_CMD_WIDTH_SHIFT) & ETHX_ATOMIC_CMD_WIDTH_MASK;
 
     if (!s->gpu) {
         s->atomic_result = UINT64_MAX;
@@ -254,7 +208,8 @@ static void ethx_gpu_copy_finished(void *opaque, int status, uint64_t fault_addr
 
     s->copy_code = status;
     s->copy_fault = fault_addr;
-    qatomic_store_release(&s->copy_state, status == ETHX_GPU_OK ? COPY_DONE : COPY_FAILED);
+    qatomic_store_release(&s->copy_state,
+                          status == ETHX_GPU_OK ? ETHX_COPY_DONE : ETHX_COPY_FAILED);
     qemu_bh_schedule(s->copy_bh);
 }
 
@@ -263,7 +218,7 @@ static void ethx_gpu_copy_bh(void *opaque)
 {
     EthxGpuState *s = opaque;
 
-    if (qatomic_load_acquire(&s->copy_state) == COPY_FAILED) {
+    if (qatomic_load_acquire(&s->copy_state) == ETHX_COPY_FAILED) {
         ethx_gpu_latch_status(s, s->copy_code, s->copy_fault, "copy");
     }
     if (s->copy_irq && msi_enabled(&s->pdev)) {
@@ -273,22 +228,22 @@ static void ethx_gpu_copy_bh(void *opaque)
 
 static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
 {
-    if (!(command & 1)) {
+    if (!(command & ETHX_COPY_CMD_START)) {
         return;
     }
     if (!s->gpu) {
         ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, s->copy_src);
         return;
     }
-    if (qatomic_read(&s->copy_state) == COPY_BUSY) {
+    if (qatomic_read(&s->copy_state) == ETHX_COPY_BUSY) {
         ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
         return;
     }
-    s->copy_irq = (command & 2) != 0;
-    qatomic_set(&s->copy_state, COPY_BUSY);
+    s->copy_irq = (command & ETHX_COPY_CMD_IRQ) != 0;
+    qatomic_set(&s->copy_state, ETHX_COPY_BUSY);
     if (ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s) !=
         0) {
-        qatomic_set(&s->copy_state, COPY_IDLE);
+        qatomic_set(&s->copy_state, ETHX_COPY_IDLE);
         ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
     }
 }
@@ -447,7 +402,7 @@ static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->ctrl, OBJECT(s), &ethx_gpu_ctrl_ops, s, "ethx-gpu-ctrl",
                           ETHX_GPU_CTRL_BAR_BYTES);
-    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->ctrl);
+    pci_register_bar(pdev, ETHX_GPU_CTRL_BAR, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->ctrl);
     if (msi_init(pdev, 0, 1, true, false, errp) != 0) {
         return;
     }
@@ -467,13 +422,13 @@ static void ethx_gpu_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     memory_region_init_ram_ptr(&s->hbm, OBJECT(s), "ethx-gpu-hbm", s->hbm_bytes, s->hbm_ptr);
-    pci_register_bar(pdev, 2,
+    pci_register_bar(pdev, ETHX_GPU_HBM_BAR,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
                          PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->hbm);
     memory_region_init_io(&s->window, OBJECT(s), &ethx_gpu_window_ops, s, "ethx-gpu-window",
                           ethx_gpu_window_bytes(s->gpu));
-    pci_register_bar(pdev, 4,
+    pci_register_bar(pdev, ETHX_GPU_WINDOW_BAR,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
                          PCI_BASE_ADDRESS_MEM_PREFETCH,
                      &s->window);
@@ -515,8 +470,8 @@ static void ethx_gpu_reset(DeviceState *dev)
     s->guest_ready = 0;
     s->atomic_addr = s->atomic_operand = s->atomic_compare = s->atomic_result = 0;
     s->atomic_status = 0;
-    if (qatomic_read(&s->copy_state) != COPY_BUSY) {
-        qatomic_set(&s->copy_state, COPY_IDLE);
+    if (qatomic_read(&s->copy_state) != ETHX_COPY_BUSY) {
+        qatomic_set(&s->copy_state, ETHX_COPY_IDLE);
     }
 }
 

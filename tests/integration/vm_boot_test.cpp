@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qemu-device/ethx_gpu_regs.h"
 #include "tests/integration/vm_test_support.hpp"
 
 namespace {
@@ -17,7 +18,7 @@ namespace {
 using ethx::test::GuestBlock;
 using nlohmann::json;
 
-constexpr std::uint64_t kIdent = 0x45544858;  // "ETHX", docs/register-map.md
+constexpr std::uint64_t kIdent = ETHX_IDENT;  // "ETHX"
 constexpr std::uint64_t kScratchValue = 0x0123456789abcdef;
 
 // The ethx-guest commands the VM runs, in order (commas for spaces: the /init protocol).

@@ -46,6 +46,12 @@ std::string bench_tag(pid_t pid) {
   return tag;
 }
 
+std::uint32_t receive_frames_for_fabric(std::size_t gpu_count) {
+  if (gpu_count <= 8) return 8192;
+  if (gpu_count <= 16) return 4096;
+  return 2048;
+}
+
 std::unique_ptr<FrameSocket> open_frame_socket(std::string_view transport, const std::string& netns,
                                                const std::string& interface, SocketRole role,
                                                std::uint32_t receive_frames) {

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -38,6 +40,14 @@ std::string choose_transport(std::string_view requested, const std::string& comm
 // The namespace tag of the `ethx bench` run with coordinator `pid`: the PID in base 36 (at
 // most 5 characters for PIDs up to 2^22, netns::kTagMax), so names stay within IFNAMSIZ.
 std::string bench_tag(pid_t pid);
+
+// How many receive frames one port's socket gets (`receive_frames` below) in a fabric of
+// `gpu_count` GPUs, on the node side and the switch side alike. A veth cannot back-pressure its
+// sender: a burst the receiver cannot drain at once must fit its receive ring, so small fabrics
+// get deep rings (8192 frames, 32 MiB of AF_XDP UMEM per port); the switch holds one per GPU,
+// so larger fabrics get shallower ones, down to the sockets' default 2048 above 16 GPUs, and the
+// pinned memory stays bounded.
+std::uint32_t receive_frames_for_fabric(std::size_t gpu_count);
 
 // Opens `transport`'s socket on `interface` inside network namespace `netns` (empty: the
 // caller's). AF_XDP uses ethx's own XDP program in node or switch-port mode (docs/afxdp.md).

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ethx {
 
@@ -21,6 +22,25 @@ shm::WaitPolicy sleep_at_once() {
 
 ShmNodePort::ShmNodePort(shm::ShmFabricRegion& region, std::uint32_t index)
     : region_(region), channel_(region.port(index)), nap_waiter_(sleep_at_once()) {
+  claim(index);
+}
+
+ShmNodePort::ShmNodePort(shm::ShmFabricRegion&& region, std::uint32_t index)
+    : owned_region_(std::move(region)),
+      region_(*owned_region_),
+      channel_(region_.port(index)),
+      nap_waiter_(sleep_at_once()) {
+  claim(index);
+}
+
+std::unique_ptr<ShmNodePort> ShmNodePort::attach(const std::string& region_name,
+                                                 std::uint32_t index) {
+  // Not make_unique: the owning constructor is private.
+  return std::unique_ptr<ShmNodePort>(
+      new ShmNodePort(shm::ShmFabricRegion::attach(region_name), index));
+}
+
+void ShmNodePort::claim(std::uint32_t index) {
   const std::int32_t holder = channel_.node_pid.load();
   // A port whose holder died may be taken over (the node restarted after a crash).
   if (holder != 0 && holder != ::getpid() && ::kill(holder, 0) == 0) {

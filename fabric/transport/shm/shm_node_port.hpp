@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "fabric/transport/doorbell.hpp"
 #include "fabric/transport/node_port.hpp"
@@ -14,6 +17,9 @@ class ShmNodePort final : public NodePort {
   // Attaches to port `index` of the switch's region; throws if the port is taken by a live
   // process.
   ShmNodePort(shm::ShmFabricRegion& region, std::uint32_t index);
+  // Attaches to the switch's region `region_name` (shm::ShmFabricRegion::attach) and to its port
+  // `index`; the port keeps the region mapped for as long as it lives.
+  static std::unique_ptr<ShmNodePort> attach(const std::string& region_name, std::uint32_t index);
   ~ShmNodePort() override;
 
   const char* transport() const override { return "shm"; }
@@ -34,6 +40,10 @@ class ShmNodePort final : public NodePort {
   shm::Doorbell& node_bell() { return channel_.node_bell; }
 
  private:
+  ShmNodePort(shm::ShmFabricRegion&& region, std::uint32_t index);
+  void claim(std::uint32_t index);
+
+  std::optional<shm::ShmFabricRegion> owned_region_;  // attach(): the region region_ refers to
   shm::ShmFabricRegion& region_;
   shm::PortChannel& channel_;
   shm::AdaptiveWaiter waiter_{shm::WaitPolicy::from_environment()};
