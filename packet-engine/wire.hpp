@@ -71,7 +71,8 @@ inline constexpr std::size_t kMinEthernetFrameBytes = 60;
 // Wire time beyond the frame bytes: preamble+SFD 8 B, FCS 4 B, inter-frame gap 12 B (IEEE 802.3).
 inline constexpr std::size_t kEthernetWireExtraBytes = 24;
 // Largest frame the default transports accept: AF_XDP copy mode takes at most
-// chunk size - 256 B of headroom, 2048 - 256 (../shared/PLATFORM.md).
+// chunk size - 256 B of headroom (the kernel's XDP_PACKET_HEADROOM), 2048 - 256
+// (docs/sources.md).
 inline constexpr std::size_t kDefaultFrameBytesMax = 1792;
 inline constexpr std::size_t kAbsoluteFrameBytesMax = 9000;  // jumbo; larger is rejected
 

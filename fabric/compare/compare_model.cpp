@@ -64,18 +64,20 @@ json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t
       // One literal per source, some split over lines: the adjacent pieces are meant to join.
       // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "link rate, propagation, switch forwarding, NIC and completer latencies: the topology "
-      "config's [link], [switch] and [sim] values (docs/timing-model.md gives each one's "
-      "source)",
+      "config's [link], [switch] and [sim] values (docs/timing-model.md explains each one, "
+      "docs/sources.md gives its public source)",
       "load/store latency: `ethx sim --workload load-latency --gpus 2 --bytes N` (the real "
       "requester/completer/switch code in modelled time, docs/simulator.md), p50",
       "load/store bandwidth: link rate x posted-write wire efficiency (wire::posted_write_cost)",
       "RoCEv2 estimate: doorbell (" + std::to_string(kModelDoorbellNs) +
-          " ns, the midpoint of the ~200-800 ns MMIO doorbell in ../shared/DESIGN.md) + one way "
-          "of the first request packet + back-to-back serialization of the others + completer "
-          "+ one way of the ACK (WRITE) or of the READ responses; one_way = 2 x NIC + 2 x "
-          "serialization + 2 x propagation + switch, as in docs/timing-model.md",
+          " ns, the midpoint of the ~200-800 ns reported for an RDMA NIC's MMIO doorbell, "
+          "docs/sources.md) + one way of the first request packet + back-to-back serialization "
+          "of the others + completer + one way of the ACK (WRITE) or of the READ responses; "
+          "one_way = 2 x NIC + 2 x serialization + 2 x propagation + switch, as in "
+          "docs/timing-model.md",
       "RoCEv2 estimate assumes the WQE arrives with the doorbell (inline) and QPC/MTT cache "
-      "hits; DESIGN.md puts each cache miss at ~1 us more (one PCIe round trip)",
+      "hits; each cache miss is reported to cost ~1 us more, one PCIe round trip "
+      "(docs/sources.md)",
       "RoCEv2 bandwidth: link rate x RoCE WRITE/READ-response wire efficiency (the engine's "
       "frame_bytes/wire_bytes); message rate: the lower of the link-bound packet rate and one "
       "doorbell per batch"};

@@ -1,7 +1,7 @@
 // Modelled hardware figures for `ethx compare`. Load/store: `ethx sim`'s discrete-event model
 // (sim_command.hpp) for load latency, and the link rate times the posted-write wire efficiency
 // for bandwidth. RoCEv2: an estimate on the same link/switch/NIC timing parameters
-// (docs/timing-model.md) plus an MMIO doorbell per WR batch from ../shared/DESIGN.md; every
+// (docs/timing-model.md) plus an MMIO doorbell per WR batch (docs/sources.md); every
 // parameter and its source is in the returned object, so the report can cite it.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace ethx {
 
-// DESIGN.md: "an MMIO doorbell costs ~200–800 ns (~1000 cycles)"; the midpoint.
+// An MMIO doorbell is reported at ~200-800 ns (~1000 cycles; docs/sources.md); the midpoint.
 inline constexpr std::uint64_t kModelDoorbellNs = 500;
 
 // {"parameters": {...}, "sources": [...], "latency_ns": [{system, op, bytes, ns}],

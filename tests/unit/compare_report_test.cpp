@@ -42,7 +42,7 @@ TEST(CompareWire, SixtyFourByteWriteOnlyEfficiencyComesFromTheHeaderSizes) {
 
 TEST(CompareWire, SixtyFourBytePacketWithoutRethIsTheQuotedFortyFourPercent) {
   const std::size_t wire = roce::wire_bytes(roce::frame_bytes(roce::Opcode::kSendOnly, 64));
-  EXPECT_EQ(wire - 64, 82u);  // DESIGN.md: "RoCEv2 costs 82 B of wire time per packet"
+  EXPECT_EQ(wire - 64, 82u);  // the 82 B usually quoted for RoCEv2 (docs/sources.md)
   const double efficiency = 64.0 / static_cast<double>(wire);
   EXPECT_GE(efficiency, 0.40);
   EXPECT_LE(efficiency, 0.48);

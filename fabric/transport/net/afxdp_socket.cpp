@@ -72,7 +72,7 @@ AfXdpSocket::AfXdpSocket(AfXdpOptions options) : options_(std::move(options)) {
   program_ = std::make_unique<EthxXdpProgram>(options_.interface, program_options);
 
   // Right after a previous socket on this queue closed, the bind fails with EBUSY for
-  // 50-200 ms (PLATFORM.md): retry with backoff.
+  // 50-200 ms (measured here, docs/sources.md): retry with backoff.
   const std::int64_t deadline = monotonic_ns() + options_.busy_retry_ns;
   std::chrono::milliseconds backoff(5);
   for (;;) {
