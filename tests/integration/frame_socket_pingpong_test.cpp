@@ -178,19 +178,19 @@ TEST_P(FrameSocketPingPong, ThousandFabricFramesRoundTripWithCheckedContent) {
     const std::size_t bytes = 60 + (sequence * 97) % (a->max_frame_bytes() - 60 + 1);
     const std::uint16_t ether_type = sequence % 2 ? wire::kEtherTypeFabric : wire::kEtherTypeEcho;
     const auto frame = make_frame(mac_b, mac_a, ether_type, bytes, sequence);
-    const std::int64_t start = shm::detail::monotonic_now_ns();
+    const std::int64_t start = monotonic_ns();
     ASSERT_EQ(a->try_send(frame), SendResult::kQueued);
     a->flush();
     sink.frames.clear();
     while (sink.frames.empty()) {
       a->receive(1, sink);
       if (!sink.frames.empty()) break;
-      ASSERT_LT(shm::detail::monotonic_now_ns() - start, 2'000'000'000)
+      ASSERT_LT(monotonic_ns() - start, 2'000'000'000)
           << "reply " << sequence << " lost";
       waiter.wait(
           fds, [&] { return a->has_input(); }, 100'000'000);
     }
-    rtts.push_back(shm::detail::monotonic_now_ns() - start);
+    rtts.push_back(monotonic_ns() - start);
     auto expected = make_frame(mac_a, mac_b, ether_type, bytes, sequence);
     if (sink.frames.front() != expected) ++mismatches;
   }
@@ -295,8 +295,8 @@ TEST(AfXdpSocketErrors, FrameLongerThanTheChunkOnTheWireIsCountedNotLostSilently
     CollectSink sink;
     PollWaiter waiter;
     const std::array<int, 1> fds{receiver.fd()};
-    const std::int64_t start = shm::detail::monotonic_now_ns();
-    while (sink.frames.empty() && shm::detail::monotonic_now_ns() - start < 2'000'000'000) {
+    const std::int64_t start = monotonic_ns();
+    while (sink.frames.empty() && monotonic_ns() - start < 2'000'000'000) {
       waiter.wait(
           fds, [&] { return receiver.has_input(); }, 100'000'000);
       receiver.receive(64, sink);

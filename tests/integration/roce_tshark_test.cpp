@@ -53,7 +53,7 @@ std::string requirement_missing() {
 }
 
 std::int64_t now_ns() {
-  return shm::detail::monotonic_now_ns();
+  return monotonic_ns();
 }
 
 // ChildProcess takes a path, not a name to look up in PATH.

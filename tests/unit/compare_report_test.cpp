@@ -28,7 +28,7 @@ constexpr std::size_t kEthernetOverheadBytes = 8 + 4 + 12;  // preamble+SFD, FCS
 
 TEST(CompareWire, SixtyFourByteWriteOnlyEfficiencyComesFromTheHeaderSizes) {
   const TransferWireCost cost = roce_write_cost(64, 1024);
-  const std::size_t frame = sizeof(roce::EthernetHeader) + sizeof(roce::Ipv4Header) +
+  const std::size_t frame = sizeof(EthernetHeader) + sizeof(roce::Ipv4Header) +
                             sizeof(roce::UdpHeader) + sizeof(roce::Bth) + sizeof(roce::Reth) + 64 +
                             roce::kIcrcBytes;
   EXPECT_EQ(cost.packets, 1u);

@@ -239,10 +239,10 @@ TEST(AdaptiveWaiterTest, TimesOutAfterSpinningYieldingAndSleepingInSlices) {
   AdaptiveWaiter waiter(
       WaitPolicy{.spin_iterations = 100, .yield_iterations = 3, .max_sleep_ns = 1'000'000});
   constexpr std::int64_t kTimeoutNs = 30'000'000;
-  const std::int64_t start_ns = detail::monotonic_now_ns();
+  const std::int64_t start_ns = monotonic_ns();
   EXPECT_FALSE(waiter.wait(
       bell, [] { return false; }, kTimeoutNs));
-  EXPECT_GE(detail::monotonic_now_ns() - start_ns, kTimeoutNs);
+  EXPECT_GE(monotonic_ns() - start_ns, kTimeoutNs);
   EXPECT_GT(waiter.stats().spins, 0u);
   EXPECT_LE(waiter.stats().spins, 100u);
   EXPECT_LE(waiter.stats().yields, 3u);
@@ -254,10 +254,10 @@ TEST(AdaptiveWaiterTest, NegativeTimeoutSleepsOnceForMaxSleep) {
   Doorbell bell;
   AdaptiveWaiter waiter(
       WaitPolicy{.spin_iterations = 0, .yield_iterations = 0, .max_sleep_ns = 2'000'000});
-  const std::int64_t start_ns = detail::monotonic_now_ns();
+  const std::int64_t start_ns = monotonic_ns();
   EXPECT_FALSE(waiter.wait(
       bell, [] { return false; }, -1));
-  EXPECT_GE(detail::monotonic_now_ns() - start_ns, 2'000'000);
+  EXPECT_GE(monotonic_ns() - start_ns, 2'000'000);
   EXPECT_EQ(waiter.stats().sleeps, 1u);
 }
 
@@ -528,9 +528,9 @@ TEST(CrossProcessDoorbellTest, WaiterBlockedOnFutexIsWokenByRingFromAnotherProce
   const pid_t child = fork_child([&] {
     ShmFabricRegion node_view = ShmFabricRegion::attach(name.str());
     Doorbell& bell = node_view.header().switch_bell;
-    const std::int64_t give_up_ns = detail::monotonic_now_ns() + kTenSecondsNs;
+    const std::int64_t give_up_ns = monotonic_ns() + kTenSecondsNs;
     while (bell.sleeping.load() == 0 || process_state(parent) != 'S') {
-      if (detail::monotonic_now_ns() > give_up_ns) return 4;
+      if (monotonic_ns() > give_up_ns) return 4;
       ::sched_yield();
     }
     if (!node_view.port(0).to_switch.try_push(numbered_frame(1, 64))) return 5;
@@ -541,10 +541,10 @@ TEST(CrossProcessDoorbellTest, WaiterBlockedOnFutexIsWokenByRingFromAnotherProce
   PortChannel& port = region.port(0);
   AdaptiveWaiter waiter(
       WaitPolicy{.spin_iterations = 0, .yield_iterations = 0, .max_sleep_ns = kTenSecondsNs});
-  const std::int64_t start_ns = detail::monotonic_now_ns();
+  const std::int64_t start_ns = monotonic_ns();
   const bool woken = waiter.wait(
       region.header().switch_bell, [&] { return !port.to_switch.empty(); }, kTenSecondsNs);
-  const std::int64_t waited_ns = detail::monotonic_now_ns() - start_ns;
+  const std::int64_t waited_ns = monotonic_ns() - start_ns;
 
   EXPECT_EQ(child_outcome(child), "exited 0");
   EXPECT_TRUE(woken);
