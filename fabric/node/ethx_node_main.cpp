@@ -14,6 +14,7 @@
 #include "fabric/workloads/bench_workloads.hpp"
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/node/node_protocol.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/workloads/node_commands.hpp"
 #include "fabric/platform/process_signals.hpp"
@@ -179,7 +180,7 @@ int run(int argc, char** argv) {
     node.pump(50'000'000, command_pending);  // rung for frames and commands
     if (!control) continue;
     if (auto command = control->take_command(gpu, last_command)) {
-      if (*command == "exit") break;
+      if (*command == ethx::protocol::kExitCommand) break;
       control->post_result(gpu, last_command, ethx::run_node_command(*command, node, workloads));
     }
   }
