@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "fabric/control/attached_fabric.hpp"
+#include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/config/fabric_names.hpp"
@@ -33,36 +34,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uint32_t kStoreSizes[] = {64, 256, 1024, 4096};
-constexpr std::uint32_t kWireSizes[] = {8, 64, 256, 1024, 4096};
-
-struct Plan {
-  std::uint32_t latency_rounds;
-  std::uint32_t latency_samples_per_round;
-  std::uint64_t store_total_bytes;
-  std::uint64_t read_total_bytes;
-  std::uint32_t atomic_count;
-  std::uint64_t all_to_all_bytes_per_peer;
-  std::uint32_t forwarding_rounds;
-  std::int64_t forwarding_run_ns;
-};
-
-Plan plan_for(const BenchOptions& options) {
-  if (options.quick) {
-    return Plan{4, 500, 2ull << 20, 2ull << 20, 2000, 64ull << 10, 3, 200'000'000};
-  }
-  return Plan{10, 2000, 16ull << 20, 16ull << 20, 20000, 512ull << 10, 5, 500'000'000};
-}
-
-constexpr std::size_t kForwardingFrameSizes[] = {64, 1500};
-
 void progress(const BenchOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "ethx bench: " << text << "\n";
 }
 
-json wire_table(std::size_t frame_bytes_max) {
+json wire_table(const LoadStoreBenchPlan& plan, std::size_t frame_bytes_max) {
   json table = json::object();
-  for (std::uint32_t size : kWireSizes) {
+  for (std::uint32_t size : plan.wire_sizes_bytes) {
     const wire::WireCost cost = wire::posted_write_cost(size, frame_bytes_max);
     table[std::to_string(size)] = {{"frames", cost.frames},
                                    {"header_bytes", cost.header_bytes},
@@ -78,7 +56,7 @@ std::string format_gbps(double gbps) {
   return text;
 }
 
-void print_table(const json& report) {
+void print_table(const json& report, const LoadStoreBenchPlan& plan) {
   std::printf(
       "ethx bench: %d GPUs over %s (wall clock of this emulator, not modelled hardware)\n\n",
       report["gpus"].get<int>(), report["transport"].get<std::string>().c_str());
@@ -109,7 +87,7 @@ void print_table(const json& report) {
   if (report.contains("switch_mpps")) {
     std::printf("\n%-34s %10s %10s %10s\n", "forwarding rate (GPU0 -> GPU1)", "ethx Mpps",
                 "bare Mpps", "ratio");
-    for (std::size_t size : kForwardingFrameSizes) {
+    for (std::size_t size : plan.forwarding_frame_sizes_bytes) {
       const std::string key = std::to_string(size);
       std::printf("%-34s %10.3f %10.3f %10.2f\n", (key + " B frames").c_str(),
                   report["switch_mpps"][key].get<double>(),
@@ -119,7 +97,7 @@ void print_table(const json& report) {
   }
   std::printf("\n%-34s %10s %14s %12s\n", "bandwidth (GPU0 -> GPU1)", "Gbit/s", "header B/frame",
               "wire eff.");
-  for (std::uint32_t size : kStoreSizes) {
+  for (std::uint32_t size : plan.store_sizes_bytes) {
     const std::string key = std::to_string(size);
     const auto& wire_cost = report["wire"][key];
     std::printf("%-34s %10s %14llu %11.1f%%\n", ("posted stores, " + key + " B").c_str(),
@@ -128,10 +106,13 @@ void print_table(const json& report) {
                                                 wire_cost["frames"].get<std::uint64_t>()),
                 100.0 * wire_cost["efficiency"].get<double>());
   }
-  std::printf("%-34s %10s\n", "reads, 4096 B, 32 outstanding",
+  const std::string reads = "reads, " + std::to_string(plan.read_size_bytes) + " B, " +
+                            std::to_string(plan.read_outstanding) + " outstanding";
+  std::printf("%-34s %10s\n", reads.c_str(),
               format_gbps(report["read_bandwidth_gbps"].get<double>()).c_str());
-  std::printf("%-34s %10.3f Mops/s\n", "atomic fetch-add, 16 outstanding",
-              report["atomic_rate_mops"].get<double>());
+  const std::string atomics =
+      "atomic fetch-add, " + std::to_string(plan.atomic_outstanding) + " outstanding";
+  std::printf("%-34s %10.3f Mops/s\n", atomics.c_str(), report["atomic_rate_mops"].get<double>());
   std::printf("%-34s %10s (aggregate over %d GPUs)\n", "all-to-all posted stores",
               format_gbps(report["all_to_all_gbps"].get<double>()).c_str(),
               report["gpus"].get<int>());
@@ -146,122 +127,140 @@ void print_table(const json& report) {
       report["wall_seconds"].get<double>());
 }
 
+// GPU 0 measures against GPU 1 in every pairwise run of the suite.
+constexpr GpuId kRequester = 0;
+constexpr GpuId kTarget = 1;
+
+std::uint64_t rounded(double value) {
+  return static_cast<std::uint64_t>(std::llround(value));
+}
+
+// "64 B", "4 KiB".
+std::string size_text(std::uint64_t bytes) {
+  return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB" : std::to_string(bytes) + " B";
+}
+
+// Echoes and loads alternate sample by sample so both see the same machine noise; the report
+// takes the median of the per-round percentiles. `modes`: see run_suite.
+void measure_latency(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& options,
+                     const LoadStoreBenchPlan& plan, Totals& totals, json& report) {
+  progress(options, "latency: bare echo vs " + std::to_string(plan.latency_bytes) +
+                        " B loads, " + std::to_string(plan.latency_rounds) +
+                        " interleaved rounds");
+  std::vector<double> echo_p50, echo_p99, load_p50, load_p99, bare_p50, bare_p99;
+  const auto record = [&totals](const std::string& name, const protocol::LatencyResult& run,
+                                std::vector<double>& p50, std::vector<double>& p99) {
+    totals.add(name, run);
+    p50.push_back(static_cast<double>(run.p50_ns));
+    p99.push_back(static_cast<double>(run.p99_ns));
+  };
+  for (std::uint32_t round = 0; round < plan.latency_rounds; ++round) {
+    const std::string suffix = " round " + std::to_string(round);
+    if (modes != nullptr) {
+      // The baseline: the same nodes' echo, with the switch process as a bare forwarder.
+      modes->set_switch_mode(SwitchMode::kBareForwarder);
+      record("bare-forwarder echo" + suffix,
+             fabric.call(kRequester, protocol::EchoCommand{
+                                         .peer = kTarget, .count = plan.latency_samples_per_round}),
+             bare_p50, bare_p99);
+      modes->set_switch_mode(SwitchMode::kSwitchCore);
+    }
+    const protocol::EchoAndLoadResult pair =
+        fabric.call(kRequester, protocol::EchoAndLoadLatencyCommand{
+                                    .peer = kTarget,
+                                    .count = plan.latency_samples_per_round,
+                                    .bytes = plan.latency_bytes,
+                                    .seed = round + 1});
+    record("echo" + suffix, pair.echo, echo_p50, echo_p99);
+    record("load" + suffix, pair.load, load_p50, load_p99);
+  }
+  report["load_latency_ns"] = {{"p50", rounded(median(load_p50))},
+                               {"p99", rounded(median(load_p99))}};
+  if (modes != nullptr) {
+    report["baseline"] = "bare forwarder echo (baseline)";
+    report["baseline_rtt_ns"] = {{"p50", rounded(median(bare_p50))},
+                                 {"p99", rounded(median(bare_p99))}};
+    report["switch_echo_rtt_ns"] = {{"p50", rounded(median(echo_p50))},
+                                    {"p99", rounded(median(echo_p99))}};
+  } else {
+    report["baseline"] = "echo through ethx-switch (baseline)";
+    report["baseline_rtt_ns"] = {{"p50", rounded(median(echo_p50))},
+                                 {"p99", rounded(median(echo_p99))}};
+  }
+  const double baseline_p50 = report["baseline_rtt_ns"]["p50"].get<double>();
+  report["load_to_baseline_p50"] = baseline_p50 > 0 ? median(load_p50) / baseline_p50 : 0.0;
+}
+
+// Posted-store bandwidth by size, read bandwidth and the atomic rate, GPU 0 -> GPU 1.
+void measure_bandwidth(FabricClient& fabric, const BenchOptions& options,
+                       const LoadStoreBenchPlan& plan, Totals& totals, json& report) {
+  progress(options, "posted-store bandwidth, " + size_text(plan.store_sizes_bytes.front()) +
+                        " .. " + size_text(plan.store_sizes_bytes.back()));
+  json store = json::object();
+  for (std::uint32_t size : plan.store_sizes_bytes) {
+    const protocol::ThroughputResult run = fabric.call(
+        kRequester, protocol::StoreBandwidthCommand{.peer = kTarget,
+                                                    .size_bytes = size,
+                                                    .total_bytes = plan.store_total_bytes,
+                                                    .salt = 1000 + size});
+    totals.add("store " + std::to_string(size) + " B", run);
+    store[std::to_string(size)] = run.gbps;
+  }
+  report["store_bandwidth_gbps"] = store;
+
+  progress(options, "read bandwidth, " + size_text(plan.read_size_bytes) + " reads");
+  const protocol::ThroughputResult read =
+      fabric.call(kRequester, protocol::ReadBandwidthCommand{.peer = kTarget,
+                                                             .size_bytes = plan.read_size_bytes,
+                                                             .total_bytes = plan.read_total_bytes,
+                                                             .outstanding = plan.read_outstanding});
+  totals.add("read bandwidth", read);
+  report["read_bandwidth_gbps"] = read.gbps;
+
+  progress(options, "atomic fetch-add rate");
+  const protocol::ThroughputResult atomic = fabric.call(
+      kRequester, protocol::AtomicRateCommand{.peer = kTarget,
+                                              .count = plan.atomic_count,
+                                              .outstanding = plan.atomic_outstanding});
+  totals.add("atomic rate", atomic);
+  report["atomic_rate_mops"] = atomic.ops_per_second / 1e6;
+}
+
+// Every GPU stores to every other at once, then reads everything back.
+void measure_all_to_all(FabricClient& fabric, const BenchOptions& options,
+                        const LoadStoreBenchPlan& plan, std::size_t gpu_count, Totals& totals,
+                        json& report) {
+  progress(options, "all-to-all posted stores across " + std::to_string(gpu_count) + " GPUs");
+  std::vector<std::pair<GpuId, protocol::AllToAllStoreCommand>> stores;
+  std::vector<std::pair<GpuId, protocol::AllToAllVerifyCommand>> verifies;
+  const std::uint64_t salt = 77;
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
+    stores.emplace_back(static_cast<GpuId>(gpu),
+                        protocol::AllToAllStoreCommand{plan.all_to_all_bytes_per_peer, salt});
+    verifies.emplace_back(static_cast<GpuId>(gpu),
+                          protocol::AllToAllVerifyCommand{plan.all_to_all_bytes_per_peer, salt});
+  }
+  const std::vector<protocol::ThroughputResult> runs = fabric.call_parallel(stores);
+  for (const protocol::ThroughputResult& run : runs) totals.add("all-to-all store", run);
+  report["all_to_all_gbps"] = aggregate_gbps(runs);
+  progress(options, "all-to-all: reading everything back");
+  for (const protocol::ThroughputResult& run : fabric.call_parallel(verifies)) {
+    totals.add("all-to-all verify", run);
+  }
+}
+
 // `modes`: on the socket transports of a fabric this run started, the launcher that switches
 // ethx-switch between its core and the bare forwarder; nullptr otherwise.
 json run_suite(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& options,
                const TopologyConfig& topology, Totals& totals) {
-  const Plan plan = plan_for(options);
-  const GpuId requester = 0;
-  const GpuId target = 1;
+  const LoadStoreBenchPlan plan = bench_plan(options.quick).load_store;
   json report;
-
-  // Latency: echoes and loads alternate sample by sample so both see the same machine noise;
-  // the report takes the median of the per-round percentiles.
-  progress(options, "latency: bare echo vs 8 B loads, " + std::to_string(plan.latency_rounds) +
-                        " interleaved rounds");
-  std::vector<double> echo_p50, echo_p99, load_p50, load_p99, bare_p50, bare_p99;
-  for (std::uint32_t round = 0; round < plan.latency_rounds; ++round) {
-    if (modes != nullptr) {
-      // The baseline: the same nodes' echo, with the switch process as a bare forwarder.
-      modes->set_switch_mode(SwitchMode::kBareForwarder);
-      const json bare = fabric.run(
-          requester, {{"op", "echo"}, {"peer", target}, {"count", plan.latency_samples_per_round}});
-      totals.add("bare-forwarder echo round " + std::to_string(round), bare);
-      bare_p50.push_back(bare["p50_ns"].get<double>());
-      bare_p99.push_back(bare["p99_ns"].get<double>());
-      modes->set_switch_mode(SwitchMode::kSwitchCore);
-    }
-    const json pair = fabric.run(requester, {{"op", "echo_and_load_latency"},
-                                             {"peer", target},
-                                             {"count", plan.latency_samples_per_round},
-                                             {"bytes", 8},
-                                             {"seed", round + 1}});
-    const json& echo = pair["echo"];
-    const json& load = pair["load"];
-    totals.add("echo round " + std::to_string(round), echo);
-    totals.add("load round " + std::to_string(round), load);
-    echo_p50.push_back(echo["p50_ns"].get<double>());
-    echo_p99.push_back(echo["p99_ns"].get<double>());
-    load_p50.push_back(load["p50_ns"].get<double>());
-    load_p99.push_back(load["p99_ns"].get<double>());
-  }
-  const auto to_int = [](double value) { return static_cast<std::uint64_t>(std::llround(value)); };
-  report["load_latency_ns"] = {{"p50", to_int(median(load_p50))},
-                               {"p99", to_int(median(load_p99))}};
-  if (modes != nullptr) {
-    report["baseline"] = "bare forwarder echo (baseline)";
-    report["baseline_rtt_ns"] = {{"p50", to_int(median(bare_p50))},
-                                 {"p99", to_int(median(bare_p99))}};
-    report["switch_echo_rtt_ns"] = {{"p50", to_int(median(echo_p50))},
-                                    {"p99", to_int(median(echo_p99))}};
-  } else {
-    report["baseline"] = "echo through ethx-switch (baseline)";
-    report["baseline_rtt_ns"] = {{"p50", to_int(median(echo_p50))},
-                                 {"p99", to_int(median(echo_p99))}};
-  }
-  const double baseline_p50 = report["baseline_rtt_ns"]["p50"].get<double>();
-  report["load_to_baseline_p50"] = baseline_p50 > 0 ? median(load_p50) / baseline_p50 : 0.0;
-
-  progress(options, "posted-store bandwidth, 64 B .. 4 KiB");
-  json store = json::object();
-  for (std::uint32_t size : kStoreSizes) {
-    json run = fabric.run(requester, {{"op", "store_bandwidth"},
-                                      {"peer", target},
-                                      {"size", size},
-                                      {"total_bytes", plan.store_total_bytes},
-                                      {"salt", 1000 + size}});
-    totals.add("store " + std::to_string(size) + " B", run);
-    store[std::to_string(size)] = run["gbps"];
-  }
-  report["store_bandwidth_gbps"] = store;
-
-  progress(options, "read bandwidth, 4 KiB reads");
-  json read = fabric.run(requester, {{"op", "read_bandwidth"},
-                                     {"peer", target},
-                                     {"size", 4096},
-                                     {"total_bytes", plan.read_total_bytes},
-                                     {"outstanding", 32}});
-  totals.add("read bandwidth", read);
-  report["read_bandwidth_gbps"] = read["gbps"];
-
-  progress(options, "atomic fetch-add rate");
-  json atomic = fabric.run(
-      requester,
-      {{"op", "atomic_rate"}, {"peer", target}, {"count", plan.atomic_count}, {"outstanding", 16}});
-  totals.add("atomic rate", atomic);
-  report["atomic_rate_mops"] = atomic["ops_per_second"].get<double>() / 1e6;
-
-  progress(options,
-           "all-to-all posted stores across " + std::to_string(topology.gpu_count) + " GPUs");
-  std::vector<std::pair<GpuId, json>> stores, verifies;
-  const std::uint64_t salt = 77;
-  for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-    stores.emplace_back(static_cast<GpuId>(gpu),
-                        json{{"op", "all_to_all_store"},
-                             {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                             {"salt", salt}});
-    verifies.emplace_back(static_cast<GpuId>(gpu),
-                          json{{"op", "all_to_all_verify"},
-                               {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                               {"salt", salt}});
-  }
-  std::uint64_t first_start = UINT64_MAX, last_end = 0, all_bytes = 0;
-  for (const json& run : fabric.run_parallel(stores)) {
-    totals.add("all-to-all store", run);
-    first_start = std::min(first_start, run["start_ns"].get<std::uint64_t>());
-    last_end = std::max(last_end, run["end_ns"].get<std::uint64_t>());
-    all_bytes += run["payload_bytes"].get<std::uint64_t>();
-  }
-  report["all_to_all_gbps"] =
-      last_end > first_start
-          ? static_cast<double>(all_bytes) * 8.0 / static_cast<double>(last_end - first_start)
-          : 0.0;
-  progress(options, "all-to-all: reading everything back");
-  for (const json& run : fabric.run_parallel(verifies)) totals.add("all-to-all verify", run);
-
+  measure_latency(fabric, modes, options, plan, totals, report);
+  measure_bandwidth(fabric, options, plan, totals, report);
+  measure_all_to_all(fabric, options, plan, topology.gpu_count, totals, report);
   json node_stats = json::array();
   for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-    node_stats.push_back(fabric.run(static_cast<GpuId>(gpu), {{"op", "stats"}}));
+    node_stats.push_back(json(fabric.call(static_cast<GpuId>(gpu), protocol::StatsCommand{})));
   }
   report["nodes"] = node_stats;
   return report;
@@ -272,14 +271,18 @@ json run_suite(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& 
 // round so drift favours neither) and medians reported.
 json measure_forwarding(FabricLauncher& fabric, const TopologyConfig& topology,
                         const BenchOptions& options) {
-  const Plan plan = plan_for(options);
-  progress(options, "forwarding rate: ethx switch vs bare forwarder, 64 B and 1500 B frames, " +
+  const LoadStoreBenchPlan plan = bench_plan(options.quick).load_store;
+  std::string sizes;
+  for (std::size_t size : plan.forwarding_frame_sizes_bytes) {
+    sizes += (sizes.empty() ? "" : " and ") + std::to_string(size) + " B";
+  }
+  progress(options, "forwarding rate: ethx switch vs bare forwarder, " + sizes + " frames, " +
                         std::to_string(plan.forwarding_rounds) + " interleaved rounds");
   ForwardingProbe probe(fabric.transport(), fabric.netns_tag(), topology);
   std::map<std::size_t, std::vector<double>> core_mpps, bare_mpps;
   std::uint64_t lost = 0;
   for (std::uint32_t round = 0; round < plan.forwarding_rounds; ++round) {
-    for (std::size_t size : kForwardingFrameSizes) {
+    for (std::size_t size : plan.forwarding_frame_sizes_bytes) {
       for (int turn = 0; turn < 2; ++turn) {
         const bool bare = (turn + round) % 2 == 0;
         fabric.set_switch_mode(bare ? SwitchMode::kBareForwarder : SwitchMode::kSwitchCore);
@@ -291,7 +294,7 @@ json measure_forwarding(FabricLauncher& fabric, const TopologyConfig& topology,
   }
   fabric.set_switch_mode(SwitchMode::kSwitchCore);
   json report;
-  for (std::size_t size : kForwardingFrameSizes) {
+  for (std::size_t size : plan.forwarding_frame_sizes_bytes) {
     const std::string key = std::to_string(size);
     const double core = median(core_mpps[size]);
     const double bare = median(bare_mpps[size]);
@@ -319,7 +322,8 @@ int finish_report(json& report, const BenchOptions& options, const TopologyConfi
   report["transport"] = transport;
   report["frame_bytes_max"] = topology.frame_bytes_max;
   report["reliability"] = topology.reliability.enabled ? "go-back-n" : "off";
-  report["wire"] = wire_table(topology.frame_bytes_max);
+  const LoadStoreBenchPlan plan = bench_plan(options.quick).load_store;
+  report["wire"] = wire_table(plan, topology.frame_bytes_max);
   report["verified_ops"] = totals.verified_ops;
   report["failed_runs"] = totals.failed_runs;
   for (const std::string& failed : totals.failed_runs) {
@@ -341,7 +345,7 @@ int finish_report(json& report, const BenchOptions& options, const TopologyConfi
   if (options.json) {
     std::cout << report.dump(2) << "\n";
   } else {
-    print_table(report);
+    print_table(report, plan);
   }
   return totals.mismatches > 0 || totals.errors > 0 ? 1 : 0;
 }
@@ -436,7 +440,7 @@ int run_bench(const BenchOptions& options) {
   // fabric's topology is made.
   json raw_pingpong;
   if (is_socket_transport(transport)) {
-    const Plan plan = plan_for(options);
+    const LoadStoreBenchPlan plan = bench_plan(options.quick).load_store;
     progress(options, "raw " + transport + " ping-pong between two namespaces (no switch)");
     const RawPingPongResult raw =
         fabric.measure_raw_pingpong(plan.latency_rounds, plan.latency_samples_per_round);

@@ -118,7 +118,7 @@ int run_roce_bench(const BenchOptions& options) {
   fabric.start();
   Totals totals;
   json report =
-      run_roce_suite(fabric.client(), topology, roce_suite_plan(options.quick), totals, progress);
+      run_roce_suite(fabric.client(), topology, bench_plan(options.quick).sweep, totals, progress);
   progress("stopping the fabric");
   const json switch_stats = fabric.stop();
   report["engine"] = "roce";

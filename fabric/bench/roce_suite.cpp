@@ -1,6 +1,8 @@
 #include "fabric/bench/roce_suite.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "fabric/bench/compare_wire.hpp"
 
@@ -8,262 +10,279 @@ namespace ethx {
 namespace {
 
 using nlohmann::json;
+using protocol::RoceOp;
+
+constexpr std::pair<RoceOp, const char*> kRdmaOps[] = {{RoceOp::kWrite, "write"},
+                                                        {RoceOp::kRead, "read"}};
 
 std::string key(std::uint64_t value) {
   return std::to_string(value);
 }
 
-}  // namespace
-
-RoceSuitePlan roce_suite_plan(bool quick) {
-  RoceSuitePlan plan;
-  if (quick) {
-    plan.latency_sizes = {8, 64, 512, 4096, 65536};
-    plan.latency_samples = 200;
-    plan.bandwidth_sizes = {8, 64, 512, 4096, 65536};
-    plan.bandwidth_ops = 2000;
-    plan.bandwidth_min_bytes = 64ull << 10;
-    plan.bandwidth_max_bytes = 4ull << 20;
-    plan.rate_count = 5000;
-    plan.batches = {1, 16};
-    plan.qp_counts = {1, 16, 256};
-    plan.all_to_all_bytes_per_peer = 256ull << 10;
-  } else {
-    plan.latency_sizes = {8, 64, 256, 1024, 4096, 16384, 65536};
-    plan.latency_samples = 1000;
-    plan.bandwidth_sizes = {8, 64, 256, 1024, 4096, 16384, 65536};
-    plan.bandwidth_ops = 10000;
-    plan.bandwidth_min_bytes = 256ull << 10;
-    plan.bandwidth_max_bytes = 16ull << 20;
-    plan.rate_count = 50000;
-    plan.batches = {1, 4, 16, 64};
-    plan.qp_counts = {1, 16, 256, 1024};
-    plan.all_to_all_bytes_per_peer = 1ull << 20;
-  }
-  return plan;
+// A run's name in the totals, with the first failed completion's status if there was one.
+std::string run_name(const std::string& name, const std::string& first_error) {
+  return first_error.empty() ? name : name + " (first failure: " + first_error + ")";
 }
 
-std::uint64_t bandwidth_total_bytes(const RoceSuitePlan& plan, std::uint32_t size) {
-  return std::clamp<std::uint64_t>(plan.bandwidth_ops * size, plan.bandwidth_min_bytes,
-                                   plan.bandwidth_max_bytes) /
-         size * size;
-}
-
-std::uint32_t bandwidth_outstanding(const RoceSuitePlan& plan, std::uint32_t size) {
-  return static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(kMaxInflightBytes / size, 1, plan.outstanding));
-}
-
-json connect_roce_pair(FabricClient& client, GpuId a, GpuId b, std::size_t count) {
-  // Step 1: each side creates its QPs and reports QPN, PSN, rkey, MAC and IPv4 ...
-  const json side_a = client.run(a, {{"op", "roce_create"}, {"peer", b}, {"count", count}});
-  const json side_b = client.run(b, {{"op", "roce_create"}, {"peer", a}, {"count", count}});
-  // ... step 2: each side connects to what the other reported.
-  // Connects in chunks: a command must fit the 4 KiB mailbox (control_region.hpp).
+// Connects `self`'s QPs to the ones `peer` created, in chunks: a command must fit the 4 KiB
+// mailbox (control_region.hpp).
+void connect_side(FabricClient& client, GpuId self, GpuId peer,
+                  const protocol::RoceCreateResult& mine,
+                  const protocol::RoceCreateResult& theirs) {
   constexpr std::size_t kQpsPerCommand = 64;
-  auto connect = [&client](GpuId self, GpuId peer, const json& mine, const json& theirs) {
-    const json& local_qps = mine["created"];
-    const json& remote_qps = theirs["created"];
-    for (std::size_t first = 0; first < local_qps.size(); first += kQpsPerCommand) {
-      json local = json::array(), qpns = json::array(), psns = json::array();
-      for (std::size_t n = first; n < std::min(local_qps.size(), first + kQpsPerCommand); ++n) {
-        local.push_back(local_qps[n]["qpn"]);
-        qpns.push_back(remote_qps[n]["qpn"]);
-        psns.push_back(remote_qps[n]["psn"]);
-      }
-      client.run(self, {{"op", "roce_connect"},
-                        {"peer", peer},
-                        {"local_qpns", local},
-                        {"remote_qpns", qpns},
-                        {"remote_psns", psns},
-                        {"remote_mac", theirs["mac"]},
-                        {"remote_ip", theirs["ip"]},
-                        {"remote_rkey", theirs["rkey"]}});
+  for (std::size_t first = 0; first < mine.created.size(); first += kQpsPerCommand) {
+    protocol::RoceConnectCommand command;
+    command.peer = peer;
+    command.remote_mac = theirs.info.mac;
+    command.remote_ip = theirs.info.ip;
+    command.remote_rkey = theirs.info.rkey;
+    for (std::size_t n = first; n < std::min(mine.created.size(), first + kQpsPerCommand); ++n) {
+      command.local_qpns.push_back(mine.created[n].qpn);
+      command.remote_qpns.push_back(theirs.created[n].qpn);
+      command.remote_psns.push_back(theirs.created[n].psn);
     }
-  };
-  connect(a, b, side_a, side_b);
-  connect(b, a, side_b, side_a);
-  return json{{"a", side_a}, {"b", side_b}};
+    client.call(self, command);
+  }
 }
 
-json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const RoceSuitePlan& plan,
-                    Totals& totals, const std::function<void(const std::string&)>& progress) {
-  const GpuId requester = 0;
-  const GpuId target = 1;
-  json report;
-  progress("RoCE: connecting one RC queue pair GPU 0 <-> GPU 1 (QPN/PSN/rkey out of band)");
-  const json pair = connect_roce_pair(client, requester, target, 1);
-  std::size_t connected_qps = 1;
-  auto disconnect = [&] {
-    client.run(requester, {{"op", "roce_destroy"}, {"peer", target}});
-    client.run(target, {{"op", "roce_destroy"}, {"peer", requester}});
-  };
-  // Adds a run to the totals (naming the first failed completion's status). A failed WR
-  // leaves an RC QP in the error state, flushing everything after it, so the pair is
-  // reconnected: one failure is counted once, not in every later run.
-  auto record = [&](const std::string& name, const json& run) {
-    totals.add(run.contains("first_error")
-                   ? name + " (first failure: " + run["first_error"].get<std::string>() + ")"
-                   : name,
-               run);
-    if (run.value("errors", std::uint64_t{0}) > 0) {
+// The suite between GPU 0 (requester) and GPU 1 (target), phase by phase, each adding its
+// keys to the report.
+class RoceSuite {
+ public:
+  RoceSuite(FabricClient& client, const SweepPlan& plan, Totals& totals,
+            const std::function<void(const std::string&)>& progress)
+      : client_(client), plan_(plan), totals_(totals), progress_(progress) {}
+
+  void connect(json& report);
+  void measure_latency(json& report);
+  void measure_bandwidth(json& report);
+  void measure_message_rate(json& report);
+  void measure_many_qps(json& report);
+  void probe_bad_rkey(json& report);
+  void measure_all_to_all(std::size_t gpu_count, json& report);
+  void collect_counters(std::size_t gpu_count, json& report);
+
+ private:
+  static constexpr GpuId kRequester = 0;
+  static constexpr GpuId kTarget = 1;
+
+  void disconnect() {
+    client_.call(kRequester, protocol::RoceDestroyCommand{.peer = kTarget});
+    client_.call(kTarget, protocol::RoceDestroyCommand{.peer = kRequester});
+  }
+  // Adds a run to the totals. A failed WR leaves an RC QP in the error state, flushing
+  // everything after it, so the pair is reconnected: one failure is counted once, not in
+  // every later run.
+  template <class Run>
+  void record(const std::string& name, const Run& run) {
+    totals_.add(run_name(name, run.first_error), run);
+    if (run.errors > 0) {
       disconnect();
-      connect_roce_pair(client, requester, target, connected_qps);
+      connect_roce_pair(client_, kRequester, kTarget, connected_qps_);
     }
-  };
-  report["path_mtu_bytes"] = pair["a"]["path_mtu_bytes"];
-  report["addresses"] = {{"gpu0", {{"mac", pair["a"]["mac"]}, {"ip", pair["a"]["ip_text"]}}},
-                         {"gpu1", {{"mac", pair["b"]["mac"]}, {"ip", pair["b"]["ip_text"]}}}};
-
-  progress("RoCE: WRITE and READ latency, " + std::to_string(plan.latency_sizes.size()) +
-           " sizes x " + std::to_string(plan.latency_samples) + " samples");
-  for (const char* op : {"write", "read"}) {
-    json by_size = json::object();
-    for (std::uint32_t size : plan.latency_sizes) {
-      const json run = client.run(requester, {{"op", "roce_latency"},
-                                              {"peer", target},
-                                              {"rdma_op", op},
-                                              {"bytes", size},
-                                              {"count", plan.latency_samples},
-                                              {"seed", 100 + size}});
-      record(std::string("RoCE ") + op + " latency " + key(size) + " B", run);
-      by_size[key(size)] = {{"p50", run["p50_ns"]}, {"p99", run["p99_ns"]}};
-    }
-    report[std::string(op) + "_latency_ns"] = by_size;
   }
 
-  progress("RoCE: WRITE and READ bandwidth, " + key(plan.bandwidth_sizes.front()) + " B .. " +
-           key(plan.bandwidth_sizes.back()) + " B, up to " + key(plan.outstanding) +
-           " outstanding");
-  for (const char* op : {"write", "read"}) {
-    json by_size = json::object();
-    for (std::uint32_t size : plan.bandwidth_sizes) {
-      const json run = client.run(requester, {{"op", "roce_bandwidth"},
-                                              {"peer", target},
-                                              {"rdma_op", op},
-                                              {"bytes", size},
-                                              {"total_bytes", bandwidth_total_bytes(plan, size)},
-                                              {"outstanding", bandwidth_outstanding(plan, size)},
-                                              {"salt", 2000 + size}});
-      record(std::string("RoCE ") + op + " bandwidth " + key(size) + " B", run);
-      by_size[key(size)] = run["gbps"];
-    }
-    report[std::string(op) + "_bandwidth_gbps"] = by_size;
-  }
+  FabricClient& client_;
+  const SweepPlan& plan_;
+  Totals& totals_;
+  const std::function<void(const std::string&)>& progress_;
+  std::size_t connected_qps_ = 0;
+};
 
-  progress("RoCE: 8 B WRITE message rate, doorbell per WR and batched");
+void RoceSuite::connect(json& report) {
+  progress_("RoCE: connecting one RC queue pair GPU 0 <-> GPU 1 (QPN/PSN/rkey out of band)");
+  const RocePair pair = connect_roce_pair(client_, kRequester, kTarget, 1);
+  connected_qps_ = 1;
+  report["path_mtu_bytes"] = pair.a.info.path_mtu_bytes;
+  report["addresses"] = {{"gpu0", {{"mac", pair.a.info.mac}, {"ip", pair.a.info.ip_text}}},
+                         {"gpu1", {{"mac", pair.b.info.mac}, {"ip", pair.b.info.ip_text}}}};
+}
+
+void RoceSuite::measure_latency(json& report) {
+  progress_("RoCE: WRITE and READ latency, " + std::to_string(plan_.latency_sizes.size()) +
+            " sizes x " + std::to_string(plan_.latency_samples) + " samples");
+  for (const auto& [op, name] : kRdmaOps) {
+    json by_size = json::object();
+    for (std::uint32_t size : plan_.latency_sizes) {
+      const protocol::LatencyResult run =
+          client_.call(kRequester, protocol::RoceLatencyCommand{.peer = kTarget,
+                                                                .rdma_op = op,
+                                                                .bytes = size,
+                                                                .count = plan_.latency_samples,
+                                                                .seed = 100 + size});
+      record(std::string("RoCE ") + name + " latency " + key(size) + " B", run);
+      by_size[key(size)] = {{"p50", run.p50_ns}, {"p99", run.p99_ns}};
+    }
+    report[std::string(name) + "_latency_ns"] = by_size;
+  }
+}
+
+void RoceSuite::measure_bandwidth(json& report) {
+  progress_("RoCE: WRITE and READ bandwidth, " + key(plan_.bandwidth_sizes.front()) + " B .. " +
+            key(plan_.bandwidth_sizes.back()) + " B, up to " + key(plan_.outstanding) +
+            " outstanding");
+  for (const auto& [op, name] : kRdmaOps) {
+    json by_size = json::object();
+    for (std::uint32_t size : plan_.bandwidth_sizes) {
+      const protocol::ThroughputResult run = client_.call(
+          kRequester, protocol::RoceBandwidthCommand{
+                          .peer = kTarget,
+                          .rdma_op = op,
+                          .bytes = size,
+                          .total_bytes = bandwidth_total_bytes(plan_, size),
+                          .outstanding = bandwidth_outstanding(plan_, size),
+                          .salt = 2000 + size});
+      record(std::string("RoCE ") + name + " bandwidth " + key(size) + " B", run);
+      by_size[key(size)] = run.gbps;
+    }
+    report[std::string(name) + "_bandwidth_gbps"] = by_size;
+  }
+}
+
+void RoceSuite::measure_message_rate(json& report) {
+  progress_("RoCE: 8 B WRITE message rate, doorbell per WR and batched");
   json rates = json::object();
-  for (std::uint32_t batch : plan.batches) {
-    const json run = client.run(requester, {{"op", "roce_message_rate"},
-                                            {"peer", target},
-                                            {"bytes", 8},
-                                            {"count", plan.rate_count},
-                                            {"batch", batch},
-                                            {"outstanding", std::max<std::uint32_t>(64, batch)},
-                                            {"salt", 3000 + batch}});
-    record("RoCE message rate, batch " + key(batch), run);
-    rates["batch_" + key(batch)] = run["ops_per_second"].get<double>() / 1e6;
+  for (std::uint32_t batch : plan_.batches) {
+    const protocol::RoceMessageRateResult result = client_.call(
+        kRequester,
+        protocol::RoceMessageRateCommand{.peer = kTarget,
+                                         .count = plan_.rate_count,
+                                         .bytes = 8,
+                                         .batch = batch,
+                                         .outstanding = std::max<std::uint32_t>(64, batch),
+                                         .salt = 3000 + batch});
+    record("RoCE message rate, batch " + key(batch), result.run);
+    rates["batch_" + key(batch)] = result.run.ops_per_second / 1e6;
   }
   report["message_rate_mops"] = rates;
+}
 
-  progress("RoCE: many queue pairs (per-connection state and message rate)");
+void RoceSuite::measure_many_qps(json& report) {
+  progress_("RoCE: many queue pairs (per-connection state and message rate)");
   json many = json::array();
-  const std::uint32_t many_batch = plan.batches.back();
-  for (std::size_t qps : plan.qp_counts) {
+  const std::uint32_t many_batch = plan_.batches.back();
+  for (std::size_t qps : plan_.qp_counts) {
     disconnect();
-    connected_qps = qps;
-    connect_roce_pair(client, requester, target, qps);
-    const json info = client.run(requester, {{"op", "roce_info"}});
-    const json run = client.run(
-        requester, {{"op", "roce_message_rate"},
-                    {"peer", target},
-                    {"bytes", 8},
-                    {"count", plan.rate_count},
-                    {"batch", many_batch},
-                    {"outstanding", std::max<std::uint64_t>(64, std::uint64_t{many_batch} * 4)},
-                    {"salt", 4000 + qps}});
-    record("RoCE many QPs, " + key(qps) + " QPs", run);
+    connected_qps_ = qps;
+    connect_roce_pair(client_, kRequester, kTarget, qps);
+    const protocol::RoceInfo info = client_.call(kRequester, protocol::RoceInfoCommand{});
+    const protocol::RoceMessageRateResult result = client_.call(
+        kRequester,
+        protocol::RoceMessageRateCommand{
+            .peer = kTarget,
+            .count = plan_.rate_count,
+            .bytes = 8,
+            .batch = many_batch,
+            .outstanding = static_cast<std::uint32_t>(
+                std::max<std::uint64_t>(64, std::uint64_t{many_batch} * 4)),
+            .salt = 4000 + qps});
+    record("RoCE many QPs, " + key(qps) + " QPs", result.run);
     many.push_back({{"qps", qps},
-                    {"state_bytes_total", info["qp_state_bytes_total"]},
-                    {"state_bytes_per_qp", info["qp_state_bytes_per_qp"]},
+                    {"state_bytes_total", info.qp_state_bytes_total},
+                    {"state_bytes_per_qp", info.qp_state_bytes_per_qp},
                     {"batch", many_batch},
-                    {"message_rate_mops", run["ops_per_second"].get<double>() / 1e6}});
+                    {"message_rate_mops", result.run.ops_per_second / 1e6}});
   }
   report["many_qps"] = many;
   disconnect();
+}
 
-  progress("RoCE: a READ and a WRITE with a wrong rkey (NAK, counted, target unchanged)");
-  connect_roce_pair(client, requester, target, 3);
-  const json before = client.run(target, {{"op", "roce_stats"}})["counters"];
-  const json probe = client.run(requester, {{"op", "roce_bad_rkey_probe"}, {"peer", target}});
-  const json after = client.run(target, {{"op", "roce_stats"}})["counters"];
-  const auto delta = [&](const char* name) {
-    return after[name].get<std::uint64_t>() - before[name].get<std::uint64_t>();
-  };
+void RoceSuite::probe_bad_rkey(json& report) {
+  progress_("RoCE: a READ and a WRITE with a wrong rkey (NAK, counted, target unchanged)");
+  connect_roce_pair(client_, kRequester, kTarget, 3);
+  const protocol::RoceCounterSummary before =
+      client_.call(kTarget, protocol::RoceStatsCommand{}).counters;
+  protocol::RoceBadRkeyProbeCommand probe_command;
+  probe_command.peer = kTarget;
+  const protocol::BadRkeyProbeResult probe = client_.call(kRequester, probe_command);
+  const protocol::RoceCounterSummary after =
+      client_.call(kTarget, protocol::RoceStatsCommand{}).counters;
+  const std::uint64_t naks_sent = after.access_naks_sent - before.access_naks_sent;
+  const std::uint64_t bad_rkeys = after.access_bad_rkey - before.access_bad_rkey;
   // Both WRs must fail with a remote access error, the target must have NAKed and counted
   // both bad keys, and its memory must read back unchanged; anything else is an error.
-  const bool rkey_ok = probe["read_status"] == "remote-access-error" &&
-                       probe["write_status"] == "remote-access-error" &&
-                       delta("access_naks_sent") == 2 && delta("access_bad_rkey") == 2 &&
-                       probe["target_mismatches"] == 0 && probe["errors"] == 0;
-  report["bad_rkey"] = {{"read_status", probe["read_status"]},
-                        {"write_status", probe["write_status"]},
-                        {"target_access_naks_sent", delta("access_naks_sent")},
-                        {"target_access_bad_rkey", delta("access_bad_rkey")},
-                        {"target_memory_unchanged", probe["target_mismatches"] == 0},
+  const bool rkey_ok = probe.read_status == "remote-access-error" &&
+                       probe.write_status == "remote-access-error" && naks_sent == 2 &&
+                       bad_rkeys == 2 && probe.target_mismatches == 0 && probe.errors == 0;
+  report["bad_rkey"] = {{"read_status", probe.read_status},
+                        {"write_status", probe.write_status},
+                        {"target_access_naks_sent", naks_sent},
+                        {"target_access_bad_rkey", bad_rkeys},
+                        {"target_memory_unchanged", probe.target_mismatches == 0},
                         {"ok", rkey_ok}};
-  totals.add("RoCE wrong-rkey probe",
-             json{{"verified_ops", rkey_ok ? 2 : 0}, {"errors", rkey_ok ? 0 : 1}});
+  totals_.add_counts("RoCE wrong-rkey probe", rkey_ok ? 2 : 0, 0, rkey_ok ? 0 : 1);
   disconnect();
+}
 
-  progress("RoCE: all-to-all WRITEs across " + key(topology.gpu_count) + " GPUs");
-  for (std::size_t a = 0; a < topology.gpu_count; ++a) {
-    for (std::size_t b = a + 1; b < topology.gpu_count; ++b) {
-      connect_roce_pair(client, static_cast<GpuId>(a), static_cast<GpuId>(b), 1);
+void RoceSuite::measure_all_to_all(std::size_t gpu_count, json& report) {
+  progress_("RoCE: all-to-all WRITEs across " + key(gpu_count) + " GPUs");
+  for (std::size_t a = 0; a < gpu_count; ++a) {
+    for (std::size_t b = a + 1; b < gpu_count; ++b) {
+      connect_roce_pair(client_, static_cast<GpuId>(a), static_cast<GpuId>(b), 1);
     }
   }
-  std::vector<std::pair<GpuId, json>> writes, verifies;
+  std::vector<std::pair<GpuId, protocol::RoceAllToAllWriteCommand>> writes;
+  std::vector<std::pair<GpuId, protocol::RoceAllToAllVerifyCommand>> verifies;
   const std::uint64_t salt = 5077;
-  for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
     writes.emplace_back(static_cast<GpuId>(gpu),
-                        json{{"op", "roce_all_to_all_write"},
-                             {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                             {"salt", salt}});
-    verifies.emplace_back(static_cast<GpuId>(gpu),
-                          json{{"op", "roce_all_to_all_verify"},
-                               {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                               {"salt", salt}});
+                        protocol::RoceAllToAllWriteCommand{plan_.all_to_all_bytes_per_peer, salt});
+    verifies.emplace_back(
+        static_cast<GpuId>(gpu),
+        protocol::RoceAllToAllVerifyCommand{plan_.all_to_all_bytes_per_peer, salt});
   }
-  std::uint64_t first_start = UINT64_MAX, last_end = 0, all_bytes = 0;
-  for (const json& run : client.run_parallel(writes)) {
-    totals.add(
-        run.contains("first_error")
-            ? "RoCE all-to-all write (first failure: " + run["first_error"].get<std::string>() + ")"
-            : "RoCE all-to-all write",
-        run);
-    first_start = std::min(first_start, run["start_ns"].get<std::uint64_t>());
-    last_end = std::max(last_end, run["end_ns"].get<std::uint64_t>());
-    all_bytes += run["payload_bytes"].get<std::uint64_t>();
+  const std::vector<protocol::ThroughputResult> runs = client_.call_parallel(writes);
+  for (const protocol::ThroughputResult& run : runs) {
+    totals_.add(run_name("RoCE all-to-all write", run.first_error), run);
   }
-  report["all_to_all_gbps"] =
-      last_end > first_start
-          ? static_cast<double>(all_bytes) * 8.0 / static_cast<double>(last_end - first_start)
-          : 0.0;
-  progress("RoCE: all-to-all: reading everything back");
-  for (const json& run : client.run_parallel(verifies)) totals.add("RoCE all-to-all verify", run);
-  for (std::size_t a = 0; a < topology.gpu_count; ++a) {
-    for (std::size_t b = 0; b < topology.gpu_count; ++b) {
+  report["all_to_all_gbps"] = aggregate_gbps(runs);
+  progress_("RoCE: all-to-all: reading everything back");
+  for (const protocol::ThroughputResult& run : client_.call_parallel(verifies)) {
+    totals_.add("RoCE all-to-all verify", run);
+  }
+  for (std::size_t a = 0; a < gpu_count; ++a) {
+    for (std::size_t b = 0; b < gpu_count; ++b) {
       if (a != b) {
-        client.run(static_cast<GpuId>(a), {{"op", "roce_destroy"}, {"peer", b}});
+        client_.call(static_cast<GpuId>(a),
+                     protocol::RoceDestroyCommand{.peer = static_cast<GpuId>(b)});
       }
     }
   }
+}
 
+void RoceSuite::collect_counters(std::size_t gpu_count, json& report) {
   json counters = json::array();
-  for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-    counters.push_back(client.run(static_cast<GpuId>(gpu), {{"op", "roce_stats"}})["counters"]);
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
+    counters.push_back(
+        json(client_.call(static_cast<GpuId>(gpu), protocol::RoceStatsCommand{}).counters));
   }
   report["roce_counters"] = counters;
+}
+
+}  // namespace
+
+RocePair connect_roce_pair(FabricClient& client, GpuId a, GpuId b, std::size_t count) {
+  // Step 1: each side creates its QPs and reports QPN, PSN, rkey, MAC and IPv4 ...
+  RocePair pair{client.call(a, protocol::RoceCreateCommand{.peer = b, .count = count}),
+                client.call(b, protocol::RoceCreateCommand{.peer = a, .count = count})};
+  // ... step 2: each side connects to what the other reported.
+  connect_side(client, a, b, pair.a, pair.b);
+  connect_side(client, b, a, pair.b, pair.a);
+  return pair;
+}
+
+json run_roce_suite(FabricClient& client, const TopologyConfig& topology, const SweepPlan& plan,
+                    Totals& totals, const std::function<void(const std::string&)>& progress) {
+  RoceSuite suite(client, plan, totals, progress);
+  json report;
+  suite.connect(report);
+  suite.measure_latency(report);
+  suite.measure_bandwidth(report);
+  suite.measure_message_rate(report);
+  suite.measure_many_qps(report);
+  suite.probe_bad_rkey(report);
+  suite.measure_all_to_all(topology.gpu_count, report);
+  suite.collect_counters(topology.gpu_count, report);
   json wire = json::object();
   const auto mtu = report["path_mtu_bytes"].get<std::size_t>();
   for (std::uint32_t size : plan.bandwidth_sizes) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "address-map/config_error.hpp"
 #include "fabric/control/attached_fabric.hpp"
@@ -28,37 +29,37 @@ struct RunSpec {
   std::uint64_t ops = 0;
 };
 
+// Samples of the echo and load latency measured before each run without faults.
+constexpr std::uint32_t kLatencySamples = 2000;
+
 void progress(const SoakOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "ethx soak: " << text << "\n";
 }
 
-std::uint64_t sum_of(const std::vector<json>& results, const char* key) {
+// The sum of one count over every node's soak result.
+template <class Count>
+std::uint64_t sum_of(const std::vector<protocol::SoakResult>& results, Count count) {
   std::uint64_t total = 0;
-  for (const json& result : results) total += result.value(key, std::uint64_t{0});
-  return total;
-}
-
-std::uint64_t sum_of_links(const std::vector<json>& results, const char* key) {
-  std::uint64_t total = 0;
-  for (const json& result : results) {
-    total += result["stats"]["links"].value(key, std::uint64_t{0});
-  }
+  for (const protocol::SoakResult& result : results) total += count(result);
   return total;
 }
 
 // Runs the soak mix on every GPU of a started fabric and sums what the nodes report.
-std::vector<json> soak_all(FabricClient& client, std::size_t gpu_count, std::uint64_t ops,
-                           std::uint64_t seed) {
+std::vector<protocol::SoakResult> soak_all(FabricClient& client, std::size_t gpu_count,
+                                           std::uint64_t ops, std::uint64_t seed) {
   const std::uint64_t per_gpu = (ops + gpu_count - 1) / gpu_count;
-  std::vector<std::pair<GpuId, json>> commands;
+  std::vector<std::pair<GpuId, protocol::SoakCommand>> commands;
   for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
-    commands.emplace_back(static_cast<GpuId>(gpu),
-                          json{{"op", "soak"}, {"ops", per_gpu}, {"seed", seed}});
+    protocol::SoakCommand command;
+    command.ops = per_gpu;
+    command.seed = seed;
+    commands.emplace_back(static_cast<GpuId>(gpu), command);
   }
-  return client.run_parallel(commands);
+  return client.call_parallel(commands);
 }
 
-json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats);
+json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& results,
+               const json& switch_stats);
 
 json run_one(const SoakOptions& options, const std::string& transport, const RunSpec& spec,
              const std::string& config_path) {
@@ -74,17 +75,20 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
   fabric.start();
   // What the mode costs one load when nothing is lost (not measured under faults: a lost echo
   // frame has no retransmission and would cost its whole timeout).
-  json latency;
+  std::optional<protocol::EchoAndLoadResult> latency;
   if (!spec.faults) {
-    latency = fabric.client().run(
-        0, json{{"op", "echo_and_load_latency"}, {"peer", 1}, {"count", 2000}, {"bytes", 8}});
+    protocol::EchoAndLoadLatencyCommand command;
+    command.peer = 1;
+    command.count = kLatencySamples;
+    command.bytes = 8;
+    latency = fabric.client().call(0, command);
   }
-  const std::vector<json> results =
+  const std::vector<protocol::SoakResult> results =
       soak_all(fabric.client(), topology.gpu_count, spec.ops, options.seed);
   json run = summarize(spec, results, fabric.stop());
-  if (!latency.is_null()) {
-    run["load_p50_ns"] = latency["load"]["p50_ns"];
-    run["echo_p50_ns"] = latency["echo"]["p50_ns"];
+  if (latency) {
+    run["load_p50_ns"] = latency->load.p50_ns;
+    run["echo_p50_ns"] = latency->echo.p50_ns;
   }
   progress(options, spec.label + ": " + std::to_string(run["verified_ops"].get<std::uint64_t>()) +
                         " verified, " + std::to_string(run["mismatches"].get<std::uint64_t>()) +
@@ -93,20 +97,21 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
   return run;
 }
 
-json summarize(const RunSpec& spec, const std::vector<json>& results, const json& switch_stats) {
+json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& results,
+               const json& switch_stats) {
   std::uint64_t first_start = 0, last_end = 0;
-  for (const json& result : results) {
-    const auto start = result["start_ns"].get<std::uint64_t>();
-    const auto end = result["end_ns"].get<std::uint64_t>();
-    if (first_start == 0 || start < first_start) first_start = start;
-    last_end = std::max(last_end, end);
+  for (const protocol::SoakResult& result : results) {
+    if (first_start == 0 || result.start_ns < first_start) first_start = result.start_ns;
+    last_end = std::max(last_end, result.end_ns);
   }
   const double seconds =
       last_end > first_start ? static_cast<double>(last_end - first_start) * 1e-9 : 0.0;
-  const std::uint64_t ops = sum_of(results, "ops");
-  std::uint64_t frames_tx = 0, faults_dropped = 0, faults_corrupted = 0, wire_bytes = 0,
-                switch_malformed = 0;
-  for (const json& result : results) frames_tx += result["stats"]["frames_tx"].get<std::uint64_t>();
+  const std::uint64_t ops = sum_of(results, [](const auto& r) { return r.ops; });
+  std::uint64_t faults_dropped = 0, faults_corrupted = 0, wire_bytes = 0, switch_malformed = 0;
+  const std::uint64_t frames_tx = sum_of(results, [](const auto& r) { return r.stats.frames_tx; });
+  const auto links = [&results](std::uint64_t protocol::LinkStats::*count) {
+    return sum_of(results, [count](const auto& r) { return r.stats.links.*count; });
+  };
   const json ports =
       switch_stats.is_object() ? switch_stats.value("ports", json::array()) : json::array();
   for (const json& port : ports) {
@@ -119,21 +124,21 @@ json summarize(const RunSpec& spec, const std::vector<json>& results, const json
            {"reliability", spec.reliability},
            {"faults", spec.faults},
            {"ops", ops},
-           {"verified_ops", sum_of(results, "verified_ops")},
-           {"mismatches", sum_of(results, "mismatches")},
-           {"hung_ops", sum_of(results, "timeouts")},
-           {"errors", sum_of(results, "errors")},
+           {"verified_ops", sum_of(results, [](const auto& r) { return r.verified_ops; })},
+           {"mismatches", sum_of(results, [](const auto& r) { return r.mismatches; })},
+           {"hung_ops", sum_of(results, [](const auto& r) { return r.timeouts; })},
+           {"errors", sum_of(results, [](const auto& r) { return r.errors; })},
            {"seconds", seconds},
            {"mops", seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0},
            {"frames_sent", frames_tx},
-           {"retransmitted_on_nak", sum_of_links(results, "retransmitted_on_nak")},
-           {"retransmitted_on_timer", sum_of_links(results, "retransmitted_on_timer")},
-           {"retransmit_timeouts", sum_of_links(results, "retransmit_timeouts")},
-           {"acks_sent", sum_of_links(results, "acks_sent")},
-           {"naks_sent", sum_of_links(results, "naks_sent")},
-           {"duplicates_dropped", sum_of_links(results, "duplicates_dropped")},
-           {"gaps_dropped", sum_of_links(results, "gaps_dropped")},
-           {"frames_held_for_credit", sum_of_links(results, "frames_held")}};
+           {"retransmitted_on_nak", links(&protocol::LinkStats::retransmitted_on_nak)},
+           {"retransmitted_on_timer", links(&protocol::LinkStats::retransmitted_on_timer)},
+           {"retransmit_timeouts", links(&protocol::LinkStats::retransmit_timeouts)},
+           {"acks_sent", links(&protocol::LinkStats::acks_sent)},
+           {"naks_sent", links(&protocol::LinkStats::naks_sent)},
+           {"duplicates_dropped", links(&protocol::LinkStats::duplicates_dropped)},
+           {"gaps_dropped", links(&protocol::LinkStats::gaps_dropped)},
+           {"frames_held_for_credit", links(&protocol::LinkStats::frames_held)}};
   // Switch counters only when this run owned its switch (an attached fabric's are cumulative;
   // `ethx status` shows them).
   if (!ports.empty()) {
@@ -144,9 +149,7 @@ json summarize(const RunSpec& spec, const std::vector<json>& results, const json
     run["switch_faults_corrupted"] = faults_corrupted;
     run["switch_drops_malformed"] = switch_malformed;
   }
-  std::uint64_t malformed = 0;
-  for (const json& result : results) malformed += result["stats"]["malformed"].get<std::uint64_t>();
-  run["malformed_at_nodes"] = malformed;
+  run["malformed_at_nodes"] = sum_of(results, [](const auto& r) { return r.stats.malformed; });
   return run;
 }
 

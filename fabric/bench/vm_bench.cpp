@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fabric/bench/bench_plan.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/guest_console.hpp"
@@ -54,17 +55,19 @@ double number_at(const json& value, std::initializer_list<const char*> path) {
 // compared with rather than those of one moment before them.
 class EchoBaseline {
  public:
-  EchoBaseline(const std::string& transport, const std::string& config_path, bool quick)
-      : count_(quick ? 500 : 2000),
+  EchoBaseline(const std::string& transport, const std::string& config_path,
+               const VmBenchPlan& plan)
+      : count_(plan.echo_samples_per_round),
         fabric_("e" + std::to_string(::getpid()), config_path, load_topology(config_path, 2),
                 launch_options(transport)) {
     fabric_.start();
   }
 
   void measure_round() {
-    const json echo = fabric_.client().run(0, {{"op", "echo"}, {"peer", 1}, {"count", count_}});
-    p50_ns_.push_back(echo["p50_ns"].get<double>());
-    p99_ns_.push_back(echo["p99_ns"].get<double>());
+    const protocol::LatencyResult echo =
+        fabric_.client().call(0, protocol::EchoCommand{.peer = 1, .count = count_});
+    p50_ns_.push_back(static_cast<double>(echo.p50_ns));
+    p99_ns_.push_back(static_cast<double>(echo.p99_ns));
   }
 
   json result() const {
@@ -83,7 +86,7 @@ class EchoBaseline {
     return launch;
   }
 
-  int count_;
+  std::uint32_t count_;
   FabricLauncher fabric_;  // stopped (and its namespaces removed) by its destructor
   std::vector<double> p50_ns_, p99_ns_;
 };
@@ -210,13 +213,14 @@ int run_vm_bench(const BenchOptions& options) {
   // cores, whether the threads on the path share a core), so they are measured alternately,
   // several times: an echo round, every VM's latency-only pass, an echo round, ...; the
   // figures are the medians of all passes and of all rounds.
-  const int latency_rounds = options.quick ? 2 : 4;
+  const VmBenchPlan plan = bench_plan(options.quick).vm;
+  const int latency_rounds = static_cast<int>(plan.latency_rounds);
   if (!options.quiet) {
     std::cerr << "ethx bench: " << latency_rounds << " rounds of host bare echo over "
               << target.transport << " alternating with each VM's `ethx-guest "
               << bench_command(0, " --latency-only") << "`\n";
   }
-  EchoBaseline echo(target.transport, target.config_path, options.quick);
+  EchoBaseline echo(target.transport, target.config_path, plan);
   std::vector<json> latency_passes;
   for (int round = 0; round < latency_rounds; ++round) {
     echo.measure_round();
@@ -231,7 +235,7 @@ int run_vm_bench(const BenchOptions& options) {
 
   // All-to-all: every GPU of every VM writes every other GPU at once (a fabric barrier inside
   // the guests lines them up); a fresh salt per run so stale data cannot verify.
-  const std::uint64_t bytes_per_peer = options.quick ? 16 << 10 : 256 << 10;
+  const std::uint64_t bytes_per_peer = plan.all_to_all_bytes_per_peer;
   const std::uint64_t salt =
       static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
       100000;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
 #include "fabric/compare/compare_model.hpp"
 #include "fabric/compare/compare_plots.hpp"
@@ -63,7 +64,7 @@ int run_compare(const CompareOptions& options) {
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const RoceSuitePlan plan = roce_suite_plan(options.quick);
+  const SweepPlan plan = bench_plan(options.quick).sweep;
   std::vector<json> systems;
   Totals load_store_totals, roce_totals;
   json roce_suite;

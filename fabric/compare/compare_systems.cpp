@@ -8,6 +8,60 @@ namespace {
 using nlohmann::json;
 
 constexpr double kNsPerUs = 1e3;
+constexpr GpuId kRequester = 0;
+constexpr GpuId kTarget = 1;
+
+// Load latency by size, GPU 0 -> GPU 1.
+void measure_load_latency(FabricClient& client, const SweepPlan& plan, Totals& totals,
+                          const std::function<void(const std::string&)>& progress,
+                          json& system) {
+  progress("load/store: load latency, " + std::to_string(plan.latency_sizes.size()) + " sizes x " +
+           std::to_string(plan.latency_samples) + " samples");
+  for (std::uint32_t size : plan.latency_sizes) {
+    const protocol::LatencyResult run =
+        client.call(kRequester, protocol::LoadLatencyCommand{.peer = kTarget,
+                                                             .count = plan.latency_samples,
+                                                             .bytes = size,
+                                                             .seed = 100 + size});
+    totals.add("load latency " + std::to_string(size) + " B", run);
+    system["latency_us"].push_back({{"op", "load"},
+                                    {"bytes", size},
+                                    {"p50", static_cast<double>(run.p50_ns) / kNsPerUs},
+                                    {"p99", static_cast<double>(run.p99_ns) / kNsPerUs}});
+  }
+}
+
+// Posted-store and read bandwidth by size, and the posted-store rate at the smallest size.
+void measure_load_store_bandwidth(FabricClient& client, const SweepPlan& plan, Totals& totals,
+                                  const std::function<void(const std::string&)>& progress,
+                                  json& system) {
+  progress("load/store: posted-store and read bandwidth by size");
+  for (std::uint32_t size : plan.bandwidth_sizes) {
+    const std::uint64_t total = bandwidth_total_bytes(plan, size);
+    const protocol::ThroughputResult store =
+        client.call(kRequester, protocol::StoreBandwidthCommand{.peer = kTarget,
+                                                                .size_bytes = size,
+                                                                .total_bytes = total,
+                                                                .salt = 6000 + size});
+    totals.add("store bandwidth " + std::to_string(size) + " B", store);
+    system["bandwidth_gbps"].push_back({{"op", "write"}, {"bytes", size}, {"gbps", store.gbps}});
+    if (size == plan.bandwidth_sizes.front()) {
+      // Posted stores need no doorbell: every store is one "message", batch 1.
+      system["message_rate_mops"].push_back({{"op", "write"},
+                                             {"bytes", size},
+                                             {"batch", 1},
+                                             {"mops", store.ops_per_second / 1e6}});
+    }
+    const protocol::ThroughputResult read = client.call(
+        kRequester,
+        protocol::ReadBandwidthCommand{.peer = kTarget,
+                                       .size_bytes = size,
+                                       .total_bytes = total,
+                                       .outstanding = bandwidth_outstanding(plan, size)});
+    totals.add("read bandwidth " + std::to_string(size) + " B", read);
+    system["bandwidth_gbps"].push_back({{"op", "read"}, {"bytes", size}, {"gbps", read.gbps}});
+  }
+}
 
 }  // namespace
 
@@ -32,78 +86,29 @@ json unavailable_system(const std::string& system, const std::string& transport,
 }
 
 json run_load_store_system(FabricClient& client, const TopologyConfig& topology,
-                           const RoceSuitePlan& plan, const std::string& transport, Totals& totals,
+                           const SweepPlan& plan, const std::string& transport, Totals& totals,
                            const std::function<void(const std::string&)>& progress) {
-  const GpuId requester = 0;
-  const GpuId target = 1;
   json system = empty_system(kSystemLoadStore, transport);
   const std::uint64_t before = totals.mismatches + totals.errors;
-  progress("load/store: load latency, " + std::to_string(plan.latency_sizes.size()) + " sizes x " +
-           std::to_string(plan.latency_samples) + " samples");
-  for (std::uint32_t size : plan.latency_sizes) {
-    const json run = client.run(requester, {{"op", "load_latency"},
-                                            {"peer", target},
-                                            {"count", plan.latency_samples},
-                                            {"bytes", size},
-                                            {"seed", 100 + size}});
-    totals.add("load latency " + std::to_string(size) + " B", run);
-    system["latency_us"].push_back({{"op", "load"},
-                                    {"bytes", size},
-                                    {"p50", run["p50_ns"].get<double>() / kNsPerUs},
-                                    {"p99", run["p99_ns"].get<double>() / kNsPerUs}});
-  }
-  progress("load/store: posted-store and read bandwidth by size");
-  for (std::uint32_t size : plan.bandwidth_sizes) {
-    const std::uint64_t total = bandwidth_total_bytes(plan, size);
-    const json store = client.run(requester, {{"op", "store_bandwidth"},
-                                              {"peer", target},
-                                              {"size", size},
-                                              {"total_bytes", total},
-                                              {"salt", 6000 + size}});
-    totals.add("store bandwidth " + std::to_string(size) + " B", store);
-    system["bandwidth_gbps"].push_back({{"op", "write"}, {"bytes", size}, {"gbps", store["gbps"]}});
-    if (size == plan.bandwidth_sizes.front()) {
-      // Posted stores need no doorbell: every store is one "message", batch 1.
-      system["message_rate_mops"].push_back(
-          {{"op", "write"},
-           {"bytes", size},
-           {"batch", 1},
-           {"mops", store["ops_per_second"].get<double>() / 1e6}});
-    }
-    const json read = client.run(requester, {{"op", "read_bandwidth"},
-                                             {"peer", target},
-                                             {"size", size},
-                                             {"total_bytes", total},
-                                             {"outstanding", bandwidth_outstanding(plan, size)}});
-    totals.add("read bandwidth " + std::to_string(size) + " B", read);
-    system["bandwidth_gbps"].push_back({{"op", "read"}, {"bytes", size}, {"gbps", read["gbps"]}});
-  }
+  measure_load_latency(client, plan, totals, progress, system);
+  measure_load_store_bandwidth(client, plan, totals, progress, system);
   progress("load/store: all-to-all posted stores across " + std::to_string(topology.gpu_count) +
            " GPUs");
-  std::vector<std::pair<GpuId, json>> stores, verifies;
+  std::vector<std::pair<GpuId, protocol::AllToAllStoreCommand>> stores;
+  std::vector<std::pair<GpuId, protocol::AllToAllVerifyCommand>> verifies;
   const std::uint64_t salt = 6077;
   for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
     stores.emplace_back(static_cast<GpuId>(gpu),
-                        json{{"op", "all_to_all_store"},
-                             {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                             {"salt", salt}});
+                        protocol::AllToAllStoreCommand{plan.all_to_all_bytes_per_peer, salt});
     verifies.emplace_back(static_cast<GpuId>(gpu),
-                          json{{"op", "all_to_all_verify"},
-                               {"bytes_per_peer", plan.all_to_all_bytes_per_peer},
-                               {"salt", salt}});
+                          protocol::AllToAllVerifyCommand{plan.all_to_all_bytes_per_peer, salt});
   }
-  std::uint64_t first_start = UINT64_MAX, last_end = 0, all_bytes = 0;
-  for (const json& run : client.run_parallel(stores)) {
-    totals.add("all-to-all store", run);
-    first_start = std::min(first_start, run["start_ns"].get<std::uint64_t>());
-    last_end = std::max(last_end, run["end_ns"].get<std::uint64_t>());
-    all_bytes += run["payload_bytes"].get<std::uint64_t>();
+  const std::vector<protocol::ThroughputResult> runs = client.call_parallel(stores);
+  for (const protocol::ThroughputResult& run : runs) totals.add("all-to-all store", run);
+  for (const protocol::ThroughputResult& run : client.call_parallel(verifies)) {
+    totals.add("all-to-all verify", run);
   }
-  for (const json& run : client.run_parallel(verifies)) totals.add("all-to-all verify", run);
-  system["all_to_all_gbps"] =
-      last_end > first_start
-          ? static_cast<double>(all_bytes) * 8.0 / static_cast<double>(last_end - first_start)
-          : 0.0;
+  system["all_to_all_gbps"] = aggregate_gbps(runs);
   system["verified"] = totals.mismatches + totals.errors == before;
   system["notes"].push_back(
       "bandwidth op \"write\" is posted stores (flushed, then read back); \"read\" is loads with " +

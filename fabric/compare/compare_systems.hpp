@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
 #include "fabric/control/fabric_client.hpp"
 #include "fabric/bench/roce_suite.hpp"
@@ -26,7 +27,7 @@ inline constexpr const char* kSystemLoadStoreVm = "ethx-load-store-vm";
 // rate and the all-to-all, GPU 0 -> GPU 1, at the sizes of `plan` (the same as the RoCE
 // suite's).
 nlohmann::json run_load_store_system(FabricClient& client, const TopologyConfig& topology,
-                                     const RoceSuitePlan& plan, const std::string& transport,
+                                     const SweepPlan& plan, const std::string& transport,
                                      Totals& totals,
                                      const std::function<void(const std::string&)>& progress);
 

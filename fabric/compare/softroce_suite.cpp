@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/bench/bench_plan.hpp"
 #include "fabric/compare/compare_systems.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/vm/guest_agent.hpp"
@@ -313,17 +314,17 @@ json run_suite(const SoftRoceOptions& options) {
 
   // ---- perftest: server in VM 1, client in VM 0, pinned sizes and iteration counts ----
   std::vector<Run> plan_runs;
-  const std::uint64_t lat_n = options.quick ? 200 : 1000;
-  const std::uint64_t bw_n = options.quick ? 100 : 500;
+  const PerftestPlan perftest = bench_plan(options.quick).perftest;
   for (const char* op : {"write", "read"}) {
     const std::string o = op;
-    for (std::uint64_t bytes : options.quick ? std::vector<std::uint64_t>{8, 4096}
-                                             : std::vector<std::uint64_t>{8, 256, 4096, 65536}) {
-      plan_runs.push_back({"ib_" + o + "_lat", o, bytes, lat_n, true});
+    for (std::uint64_t bytes : perftest.latency_sizes_bytes) {
+      plan_runs.push_back({"ib_" + o + "_lat", o, bytes, perftest.latency_iterations, true});
     }
-    for (std::uint64_t bytes : options.quick ? std::vector<std::uint64_t>{8, 65536}
-                                             : std::vector<std::uint64_t>{8, 4096, 65536}) {
-      plan_runs.push_back({"ib_" + o + "_bw", o, bytes, bytes <= 8 ? bw_n * 10 : bw_n, false});
+    for (std::uint64_t bytes : perftest.bandwidth_sizes_bytes) {
+      const std::uint64_t iterations =
+          bytes <= 8 ? perftest.bandwidth_iterations * perftest.small_message_iteration_factor
+                     : perftest.bandwidth_iterations;
+      plan_runs.push_back({"ib_" + o + "_bw", o, bytes, iterations, false});
     }
   }
   int port = kFirstPort;

@@ -45,9 +45,8 @@ nlohmann::json FabricClient::wait_result(GpuId node, std::uint32_t sequence) {
   }
   const std::size_t bytes = std::min<std::size_t>(box.result_bytes, kResultBytes);
   nlohmann::json result = nlohmann::json::parse(std::string(box.result, bytes));
-  if (result.contains("error")) {
-    throw std::runtime_error("GPU " + std::to_string(node) + ": " +
-                             result["error"].get<std::string>());
+  if (const std::optional<std::string> error = protocol::error_of(result)) {
+    throw std::runtime_error("GPU " + std::to_string(node) + ": " + *error);
   }
   return result;
 }

@@ -15,6 +15,7 @@
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
 #include "fabric/node/node_port_factory.hpp"
+#include "fabric/node/node_protocol.hpp"
 #include "fabric/workloads/node_commands.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
@@ -148,7 +149,7 @@ int run(int argc, char** argv) {
     node.pump(50'000'000, command_pending);  // rung for frames and commands
     if (!control) continue;
     if (auto command = control->take_command(gpu, last_command)) {
-      if (*command == "exit") break;
+      if (*command == ethx::protocol::kExitCommand) break;
       control->post_result(gpu, last_command, ethx::run_node_command(*command, node, workloads));
     }
   }

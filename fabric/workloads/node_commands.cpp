@@ -1,7 +1,9 @@
 #include "fabric/workloads/node_commands.hpp"
 
-#include <nlohmann/json.hpp>
+#include <type_traits>
+#include <variant>
 
+#include "fabric/node/node_protocol.hpp"
 #include "fabric/workloads/roce_node_commands.hpp"
 #include "fabric/workloads/run_summary.hpp"
 #include "fabric/workloads/soak_workload.hpp"
@@ -11,104 +13,115 @@ namespace {
 
 using nlohmann::json;
 
-json link_stats(const LinkCounters& links) {
-  return json{{"frames_sequenced", links.frames_sequenced},
-              {"frames_held", links.frames_held},
-              {"retransmitted_on_nak", links.retransmitted_on_nak},
-              {"retransmitted_on_timer", links.retransmitted_on_timer},
-              {"retransmit_timeouts", links.retransmit_timeouts},
-              {"naks_received", links.naks_received},
-              {"acks_sent", links.acks_sent},
-              {"naks_sent", links.naks_sent},
-              {"frames_in_order", links.frames_in_order},
-              {"duplicates_dropped", links.duplicates_dropped},
-              {"gaps_dropped", links.gaps_dropped},
-              {"bad_acks", links.bad_acks},
-              {"unknown_peer", links.unknown_peer}};
+protocol::LinkStats link_stats(const LinkCounters& links) {
+  protocol::LinkStats stats;
+  stats.frames_sequenced = links.frames_sequenced;
+  stats.frames_held = links.frames_held;
+  stats.retransmitted_on_nak = links.retransmitted_on_nak;
+  stats.retransmitted_on_timer = links.retransmitted_on_timer;
+  stats.retransmit_timeouts = links.retransmit_timeouts;
+  stats.naks_received = links.naks_received;
+  stats.acks_sent = links.acks_sent;
+  stats.naks_sent = links.naks_sent;
+  stats.frames_in_order = links.frames_in_order;
+  stats.duplicates_dropped = links.duplicates_dropped;
+  stats.gaps_dropped = links.gaps_dropped;
+  stats.bad_acks = links.bad_acks;
+  stats.unknown_peer = links.unknown_peer;
+  return stats;
 }
 
-json node_stats(NodeRuntime& node) {
+protocol::NodeStats node_stats(NodeRuntime& node) {
   const EndpointCounters& endpoint = node.endpoint().counters();
   const RequesterCounters& requester = node.endpoint().requester().counters();
   const CompleterCounters& completer = node.endpoint().completer().counters();
-  return json{{"frames_rx", endpoint.frames_rx},
-              {"frames_tx", node.endpoint().frames_tx()},
-              {"txns_tx", node.endpoint().txns_tx()},
-              {"malformed", endpoint.malformed},
-              {"misdelivered", endpoint.misdelivered},
-              {"timeouts", requester.timeouts},
-              {"stale_responses", requester.stale_responses},
-              {"writes_combined", requester.writes_combined},
-              {"completer_errors", completer.errors},
-              {"posted_write_errors", completer.posted_write_errors},
-              {"send_retries", node.counters().send_retries},
-              {"foreign_frames", node.counters().foreign_frames},
-              {"links", link_stats(node.endpoint().links().counters())}};
+  protocol::NodeStats stats;
+  stats.frames_rx = endpoint.frames_rx;
+  stats.frames_tx = node.endpoint().frames_tx();
+  stats.txns_tx = node.endpoint().txns_tx();
+  stats.malformed = endpoint.malformed;
+  stats.misdelivered = endpoint.misdelivered;
+  stats.timeouts = requester.timeouts;
+  stats.stale_responses = requester.stale_responses;
+  stats.writes_combined = requester.writes_combined;
+  stats.completer_errors = completer.errors;
+  stats.posted_write_errors = completer.posted_write_errors;
+  stats.send_retries = node.counters().send_retries;
+  stats.foreign_frames = node.counters().foreign_frames;
+  stats.links = link_stats(node.endpoint().links().counters());
+  return stats;
 }
 
-json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads) {
-  const std::string op = command.at("op").get<std::string>();
-  auto peer = [&] { return command.at("peer").get<GpuId>(); };
-  if (auto roce = run_roce_command(op, command, node, workloads.layout())) return *roce;
-  if (op == "echo") {
-    LatencyRun run = workloads.echo_latency(peer(), command.at("count").get<std::uint32_t>());
+// The load/store commands, one operator() each; the RoCE ones are RoceCommands'.
+class LoadStoreCommands {
+ public:
+  LoadStoreCommands(NodeRuntime& node, BenchWorkloads& workloads)
+      : node_(node), workloads_(workloads) {}
+
+  protocol::LatencyResult operator()(const protocol::EchoCommand& command) {
+    LatencyRun run = workloads_.echo_latency(command.peer, command.count);
     return latency_summary(run);
   }
-  if (op == "echo_and_load_latency") {
-    auto [echo, load] = workloads.echo_and_load_latency(
-        peer(), command.at("count").get<std::uint32_t>(), command.value("bytes", 8u),
-        command.value("seed", std::uint64_t{1}));
-    return json{{"echo", latency_summary(echo)}, {"load", latency_summary(load)}};
+  protocol::EchoAndLoadResult operator()(const protocol::EchoAndLoadLatencyCommand& command) {
+    auto [echo, load] = workloads_.echo_and_load_latency(command.peer, command.count,
+                                                         command.bytes, command.seed);
+    return {latency_summary(echo), latency_summary(load)};
   }
-  if (op == "load_latency") {
+  protocol::LatencyResult operator()(const protocol::LoadLatencyCommand& command) {
     LatencyRun run =
-        workloads.load_latency(peer(), command.at("count").get<std::uint32_t>(),
-                               command.value("bytes", 8u), command.value("seed", std::uint64_t{1}));
+        workloads_.load_latency(command.peer, command.count, command.bytes, command.seed);
     return latency_summary(run);
   }
-  if (op == "store_bandwidth") {
-    return throughput_summary(workloads.store_bandwidth(
-        peer(), command.at("size").get<std::uint32_t>(),
-        command.at("total_bytes").get<std::uint64_t>(), command.at("salt").get<std::uint64_t>()));
+  protocol::ThroughputResult operator()(const protocol::StoreBandwidthCommand& command) {
+    return throughput_summary(workloads_.store_bandwidth(command.peer, command.size_bytes,
+                                                         command.total_bytes, command.salt));
   }
-  if (op == "read_bandwidth") {
-    return throughput_summary(workloads.read_bandwidth(
-        peer(), command.at("size").get<std::uint32_t>(),
-        command.at("total_bytes").get<std::uint64_t>(), command.value("outstanding", 32u)));
+  protocol::ThroughputResult operator()(const protocol::ReadBandwidthCommand& command) {
+    return throughput_summary(workloads_.read_bandwidth(command.peer, command.size_bytes,
+                                                        command.total_bytes, command.outstanding));
   }
-  if (op == "atomic_rate") {
-    return throughput_summary(workloads.atomic_rate(
-        peer(), command.at("count").get<std::uint32_t>(), command.value("outstanding", 16u)));
-  }
-  if (op == "all_to_all_store") {
+  protocol::ThroughputResult operator()(const protocol::AtomicRateCommand& command) {
     return throughput_summary(
-        workloads.all_to_all_store(command.at("bytes_per_peer").get<std::uint64_t>(),
-                                   command.at("salt").get<std::uint64_t>()));
+        workloads_.atomic_rate(command.peer, command.count, command.outstanding));
   }
-  if (op == "all_to_all_verify") {
-    return throughput_summary(
-        workloads.all_to_all_verify(command.at("bytes_per_peer").get<std::uint64_t>(),
-                                    command.at("salt").get<std::uint64_t>()));
+  protocol::ThroughputResult operator()(const protocol::AllToAllStoreCommand& command) {
+    return throughput_summary(workloads_.all_to_all_store(command.bytes_per_peer, command.salt));
   }
-  if (op == "soak") {
-    SoakWorkload soak(node, workloads);
-    const SoakRun run =
-        soak.run(command.at("ops").get<std::uint64_t>(), command.value("seed", std::uint64_t{1}),
-                 command.value("outstanding", 32u));
-    return json{{"ops", run.ops},
-                {"stores", run.stores},
-                {"loads", run.loads},
-                {"atomics", run.atomics},
-                {"verified_ops", run.verified_ops},
-                {"mismatches", run.mismatches},
-                {"timeouts", run.timeouts},
-                {"errors", run.errors},
-                {"start_ns", run.start_ns},
-                {"end_ns", run.end_ns},
-                {"stats", node_stats(node)}};
+  protocol::ThroughputResult operator()(const protocol::AllToAllVerifyCommand& command) {
+    return throughput_summary(workloads_.all_to_all_verify(command.bytes_per_peer, command.salt));
   }
-  if (op == "stats") return node_stats(node);
-  return json{{"error", "unknown command \"" + op + "\""}};
+  protocol::SoakResult operator()(const protocol::SoakCommand& command) {
+    SoakWorkload soak(node_, workloads_);
+    const SoakRun run = soak.run(command.ops, command.seed, command.outstanding);
+    return protocol::SoakResult{run.ops,          run.stores,     run.loads,    run.atomics,
+                                run.verified_ops, run.mismatches, run.timeouts, run.errors,
+                                run.start_ns,     run.end_ns,     node_stats(node_)};
+  }
+  protocol::NodeStats operator()(const protocol::StatsCommand&) { return node_stats(node_); }
+
+ private:
+  NodeRuntime& node_;
+  BenchWorkloads& workloads_;
+};
+
+// Runs `command` by whichever handler takes it; its answer is the command's Result type.
+template <class Command, class Handler>
+json answer(const Command& command, Handler&& handler) {
+  static_assert(std::is_same_v<decltype(handler(command)), typename Command::Result>,
+                "a handler must answer a command with the command's Result");
+  return json(handler(command));
+}
+
+json dispatch(const protocol::NodeCommand& command, NodeRuntime& node, BenchWorkloads& workloads) {
+  return std::visit(
+      [&](const auto& request) -> json {
+        if constexpr (std::is_invocable_v<LoadStoreCommands&, decltype(request)>) {
+          return answer(request, LoadStoreCommands(node, workloads));
+        } else {
+          return answer(request, RoceCommands(node, workloads.layout()));
+        }
+      },
+      command);
 }
 
 }  // namespace
@@ -116,9 +129,9 @@ json dispatch(const json& command, NodeRuntime& node, BenchWorkloads& workloads)
 std::string run_node_command(const std::string& command_json, NodeRuntime& node,
                              BenchWorkloads& workloads) {
   try {
-    return dispatch(json::parse(command_json), node, workloads).dump();
+    return dispatch(protocol::parse_command(command_json), node, workloads).dump();
   } catch (const std::exception& error) {
-    return json{{"error", error.what()}}.dump();
+    return protocol::error_json(error.what()).dump();
   }
 }
 

@@ -31,12 +31,6 @@ void check_bytes(std::uint32_t bytes, std::size_t limit) {
 
 }  // namespace
 
-RoceOp parse_roce_op(const std::string& text) {
-  if (text == "write") return RoceOp::kWrite;
-  if (text == "read") return RoceOp::kRead;
-  throw std::invalid_argument("rdma_op: \"" + text + "\" is not \"write\" or \"read\"");
-}
-
 RoceBenchWorkloads::RoceBenchWorkloads(NodeRuntime& node, const BenchLayout& layout)
     : node_(node), layout_(layout), polled_(kCompletionBatch) {}
 

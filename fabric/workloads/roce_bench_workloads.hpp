@@ -9,15 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/node/node_protocol.hpp"
 #include "fabric/node/node_runtime.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
 #include "packet-engine/roce/roce_verbs.hpp"
 
 namespace ethx {
 
-enum class RoceOp : std::uint8_t { kWrite, kRead };
-// "write" or "read"; throws std::invalid_argument naming the field otherwise.
-RoceOp parse_roce_op(const std::string& text);
+using RoceOp = protocol::RoceOp;  // the rdma_op of a command
 
 struct RoceRateParams {
   std::uint32_t bytes = 8;

@@ -3,153 +3,135 @@
 #include <stdexcept>
 
 #include "fabric/node/roce_addressing.hpp"
-#include "fabric/workloads/roce_bench_workloads.hpp"
 #include "fabric/workloads/run_summary.hpp"
 
 namespace ethx {
 namespace {
 
-using nlohmann::json;
-
-json counters_json(const roce::RoceCounters& c) {
-  std::uint64_t decode_errors = 0;
-  for (std::uint64_t n : c.decode_errors) decode_errors += n;
-  return json{{"frames_rx", c.frames_rx},
-              {"frames_tx", c.frames_tx},
-              {"bytes_tx", c.bytes_tx},
-              {"decode_errors", decode_errors},
-              {"not_for_us", c.not_for_us},
-              {"unknown_qp", c.unknown_qp},
-              {"wrong_peer", c.wrong_peer},
-              {"doorbells", c.doorbells},
-              {"wqes_posted", c.wqes_posted},
-              {"request_packets", c.request_packets},
-              {"retransmitted_packets", c.retransmitted_packets},
-              {"timeouts", c.timeouts},
-              {"seq_naks_received", c.seq_naks_received},
-              {"error_naks_received", c.error_naks_received},
-              {"requests_executed", c.requests_executed},
-              {"acks_sent", c.acks_sent},
-              {"access_naks_sent", c.access_naks_sent},
-              {"access_bad_rkey", c.access_bad_rkey},
-              {"out_of_sequence", c.out_of_sequence},
-              {"error_completions", c.error_completions},
-              {"cq_overflows", c.cq_overflows}};
-}
-
-json info_json(RoceHost& roce) {
-  const roce::RoceNode& node = roce.node();
-  const std::size_t qps = node.qp_count();
-  return json{{"mac", node.mac().to_string()},
-              {"ip", node.ip()},
-              {"ip_text", format_ipv4(node.ip())},
-              {"rkey", roce.hbm_rkey()},
-              {"hbm_bytes", roce.hbm_bytes()},
-              {"path_mtu_bytes", roce.path_mtu_bytes()},
-              {"qps", qps},
-              {"qp_state_bytes_total", node.total_qp_state_bytes()},
-              {"qp_state_bytes_per_qp", qps > 0 ? node.total_qp_state_bytes() / qps : 0},
-              {"counters", counters_json(node.counters())}};
-}
-
-template <class T>
-T field(const json& command, const char* name) {
-  if (!command.contains(name)) throw std::invalid_argument(std::string(name) + ": missing");
-  try {
-    return command.at(name).get<T>();
-  } catch (const json::exception&) {
-    throw std::invalid_argument(std::string(name) + ": wrong type");
-  }
-}
-
-json connect(const json& command, RoceHost& roce) {
-  const auto peer = field<GpuId>(command, "peer");
-  const auto local = field<std::vector<roce::QpNum>>(command, "local_qpns");
-  const auto remote_qpns = field<std::vector<roce::QpNum>>(command, "remote_qpns");
-  const auto remote_psns = field<std::vector<std::uint32_t>>(command, "remote_psns");
-  const auto mac = MacAddr::parse(field<std::string>(command, "remote_mac"));
-  if (!mac) throw std::invalid_argument("remote_mac: not a MAC address");
-  if (remote_qpns.size() != remote_psns.size()) {
-    throw std::invalid_argument("remote_psns: one per remote_qpns entry");
-  }
-  std::vector<roce::QpRemote> remote;
-  for (std::size_t n = 0; n < remote_qpns.size(); ++n) {
-    remote.push_back(roce::QpRemote{*mac, field<std::uint32_t>(command, "remote_ip"),
-                                    remote_qpns[n], remote_psns[n]});
-  }
-  roce.connect_qps(peer, local, remote, field<std::uint32_t>(command, "remote_rkey"));
-  return json{{"connected", local.size()}};
+protocol::RoceCounterSummary counter_summary(const roce::RoceCounters& c) {
+  protocol::RoceCounterSummary summary;
+  for (std::uint64_t n : c.decode_errors) summary.decode_errors += n;
+  summary.frames_rx = c.frames_rx;
+  summary.frames_tx = c.frames_tx;
+  summary.bytes_tx = c.bytes_tx;
+  summary.not_for_us = c.not_for_us;
+  summary.unknown_qp = c.unknown_qp;
+  summary.wrong_peer = c.wrong_peer;
+  summary.doorbells = c.doorbells;
+  summary.wqes_posted = c.wqes_posted;
+  summary.request_packets = c.request_packets;
+  summary.retransmitted_packets = c.retransmitted_packets;
+  summary.timeouts = c.timeouts;
+  summary.seq_naks_received = c.seq_naks_received;
+  summary.error_naks_received = c.error_naks_received;
+  summary.requests_executed = c.requests_executed;
+  summary.acks_sent = c.acks_sent;
+  summary.access_naks_sent = c.access_naks_sent;
+  summary.access_bad_rkey = c.access_bad_rkey;
+  summary.out_of_sequence = c.out_of_sequence;
+  summary.error_completions = c.error_completions;
+  summary.cq_overflows = c.cq_overflows;
+  return summary;
 }
 
 }  // namespace
 
-std::optional<json> run_roce_command(const std::string& op, const json& command, NodeRuntime& node,
-                                     const BenchLayout& layout) {
-  if (op.rfind("roce_", 0) != 0) return std::nullopt;
-  RoceHost& roce = node.roce();
-  RoceBenchWorkloads workloads(node, layout);
-  if (op == "roce_info" || op == "roce_stats") return info_json(roce);
-  if (op == "roce_create") {
-    json qps = json::array();
-    for (const auto& [qpn, psn] :
-         roce.create_qps(field<GpuId>(command, "peer"), field<std::size_t>(command, "count"))) {
-      qps.push_back({{"qpn", qpn}, {"psn", psn}});
-    }
-    json info = info_json(roce);
-    info["created"] = qps;
-    return info;
+RoceCommands::RoceCommands(NodeRuntime& node, const BenchLayout& layout)
+    : roce_(node.roce()), workloads_(node, layout) {}
+
+protocol::RoceInfo RoceCommands::info() const {
+  const roce::RoceNode& node = roce_.node();
+  protocol::RoceInfo info;
+  info.mac = node.mac().to_string();
+  info.ip = node.ip();
+  info.ip_text = format_ipv4(node.ip());
+  info.rkey = roce_.hbm_rkey();
+  info.hbm_bytes = roce_.hbm_bytes();
+  info.path_mtu_bytes = roce_.path_mtu_bytes();
+  info.qps = node.qp_count();
+  info.qp_state_bytes_total = node.total_qp_state_bytes();
+  info.qp_state_bytes_per_qp = info.qps > 0 ? info.qp_state_bytes_total / info.qps : 0;
+  info.counters = counter_summary(node.counters());
+  return info;
+}
+
+protocol::RoceInfo RoceCommands::operator()(const protocol::RoceInfoCommand&) { return info(); }
+
+protocol::RoceInfo RoceCommands::operator()(const protocol::RoceStatsCommand&) { return info(); }
+
+protocol::RoceCreateResult RoceCommands::operator()(const protocol::RoceCreateCommand& command) {
+  protocol::RoceCreateResult result;
+  for (const auto& [qpn, psn] : roce_.create_qps(command.peer, command.count)) {
+    result.created.push_back({qpn, psn});
   }
-  if (op == "roce_connect") return connect(command, roce);
-  if (op == "roce_destroy") {
-    return json{{"destroyed", roce.destroy_qps(field<GpuId>(command, "peer"))}};
+  result.info = info();
+  return result;
+}
+
+protocol::RoceConnectResult RoceCommands::operator()(const protocol::RoceConnectCommand& command) {
+  const auto mac = MacAddr::parse(command.remote_mac);
+  if (!mac) throw protocol::ProtocolError("remote_mac: not a MAC address");
+  if (command.remote_qpns.size() != command.remote_psns.size()) {
+    throw protocol::ProtocolError("remote_psns: one per remote_qpns entry");
   }
-  // Every benchmark result names the first failed completion's status, if any.
-  const auto with_error = [&workloads](json result) {
-    if (!workloads.first_error().empty()) result["first_error"] = workloads.first_error();
-    return result;
-  };
-  if (op == "roce_latency") {
-    LatencyRun run = workloads.latency(
-        field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
-        field<std::uint32_t>(command, "bytes"), field<std::uint32_t>(command, "count"),
-        command.value("seed", std::uint64_t{1}));
-    return with_error(latency_summary(run));
+  std::vector<roce::QpRemote> remote;
+  for (std::size_t n = 0; n < command.remote_qpns.size(); ++n) {
+    remote.push_back(roce::QpRemote{*mac, command.remote_ip, command.remote_qpns[n],
+                                    command.remote_psns[n]});
   }
-  if (op == "roce_bandwidth") {
-    return with_error(throughput_summary(workloads.bandwidth(
-        field<GpuId>(command, "peer"), parse_roce_op(field<std::string>(command, "rdma_op")),
-        field<std::uint32_t>(command, "bytes"), field<std::uint64_t>(command, "total_bytes"),
-        command.value("outstanding", 32u), command.value("salt", std::uint64_t{1}))));
-  }
-  if (op == "roce_message_rate") {
-    RoceRateParams params;
-    params.bytes = command.value("bytes", 8u);
-    params.count = field<std::uint64_t>(command, "count");
-    params.batch = command.value("batch", 1u);
-    params.outstanding = command.value("outstanding", 64u);
-    params.salt = command.value("salt", std::uint64_t{1});
-    json result = with_error(
-        throughput_summary(workloads.message_rate(field<GpuId>(command, "peer"), params)));
-    result["qps"] = roce.connections(field<GpuId>(command, "peer")).size();
-    return result;
-  }
-  if (op == "roce_bad_rkey_probe") {
-    const BadRkeyProbe probe =
-        workloads.bad_rkey_probe(field<GpuId>(command, "peer"), command.value("bytes", 64u));
-    return json{{"read_status", roce::to_string(probe.read_status)},
-                {"write_status", roce::to_string(probe.write_status)},
-                {"target_mismatches", probe.target_mismatches},
-                {"errors", probe.errors}};
-  }
-  if (op == "roce_all_to_all_write") {
-    return with_error(throughput_summary(workloads.all_to_all_write(
-        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
-  }
-  if (op == "roce_all_to_all_verify") {
-    return with_error(throughput_summary(workloads.all_to_all_verify(
-        field<std::uint64_t>(command, "bytes_per_peer"), field<std::uint64_t>(command, "salt"))));
-  }
-  return json{{"error", "unknown command \"" + op + "\""}};
+  roce_.connect_qps(command.peer, command.local_qpns, remote, command.remote_rkey);
+  return {command.local_qpns.size()};
+}
+
+protocol::RoceDestroyResult RoceCommands::operator()(const protocol::RoceDestroyCommand& command) {
+  return {roce_.destroy_qps(command.peer)};
+}
+
+protocol::LatencyResult RoceCommands::operator()(const protocol::RoceLatencyCommand& command) {
+  LatencyRun run = workloads_.latency(command.peer, command.rdma_op, command.bytes, command.count,
+                                      command.seed);
+  return with_first_error(latency_summary(run));
+}
+
+protocol::ThroughputResult RoceCommands::operator()(
+    const protocol::RoceBandwidthCommand& command) {
+  return with_first_error(
+      throughput_summary(workloads_.bandwidth(command.peer, command.rdma_op, command.bytes,
+                                              command.total_bytes, command.outstanding,
+                                              command.salt)));
+}
+
+protocol::RoceMessageRateResult RoceCommands::operator()(
+    const protocol::RoceMessageRateCommand& command) {
+  RoceRateParams params;
+  params.bytes = command.bytes;
+  params.count = command.count;
+  params.batch = command.batch;
+  params.outstanding = command.outstanding;
+  params.salt = command.salt;
+  protocol::RoceMessageRateResult result;
+  result.run = with_first_error(throughput_summary(workloads_.message_rate(command.peer, params)));
+  result.qps = roce_.connections(command.peer).size();
+  return result;
+}
+
+protocol::BadRkeyProbeResult RoceCommands::operator()(
+    const protocol::RoceBadRkeyProbeCommand& command) {
+  const BadRkeyProbe probe = workloads_.bad_rkey_probe(command.peer, command.bytes);
+  return {roce::to_string(probe.read_status), roce::to_string(probe.write_status),
+          probe.target_mismatches, probe.errors};
+}
+
+protocol::ThroughputResult RoceCommands::operator()(
+    const protocol::RoceAllToAllWriteCommand& command) {
+  return with_first_error(
+      throughput_summary(workloads_.all_to_all_write(command.bytes_per_peer, command.salt)));
+}
+
+protocol::ThroughputResult RoceCommands::operator()(
+    const protocol::RoceAllToAllVerifyCommand& command) {
+  return with_first_error(
+      throughput_summary(workloads_.all_to_all_verify(command.bytes_per_peer, command.salt)));
 }
 
 }  // namespace ethx

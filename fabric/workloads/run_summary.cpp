@@ -4,25 +4,29 @@
 
 namespace ethx {
 
-nlohmann::json latency_summary(LatencyRun& run) {
-  return nlohmann::json{{"p50_ns", percentile(run.samples_ns, 50)},
-                        {"p99_ns", percentile(run.samples_ns, 99)},
-                        {"samples", run.samples_ns.size()},
-                        {"verified_ops", run.verified_ops},
-                        {"mismatches", run.mismatches},
-                        {"errors", run.errors}};
+protocol::LatencyResult latency_summary(LatencyRun& run) {
+  protocol::LatencyResult result;
+  result.p50_ns = percentile(run.samples_ns, 50);
+  result.p99_ns = percentile(run.samples_ns, 99);
+  result.samples = run.samples_ns.size();
+  result.verified_ops = run.verified_ops;
+  result.mismatches = run.mismatches;
+  result.errors = run.errors;
+  return result;
 }
 
-nlohmann::json throughput_summary(const ThroughputRun& run) {
-  return nlohmann::json{{"payload_bytes", run.payload_bytes},
-                        {"ops", run.ops},
-                        {"start_ns", run.start_ns},
-                        {"end_ns", run.end_ns},
-                        {"gbps", run.gbps()},
-                        {"ops_per_second", run.ops_per_second()},
-                        {"verified_ops", run.verified_ops},
-                        {"mismatches", run.mismatches},
-                        {"errors", run.errors}};
+protocol::ThroughputResult throughput_summary(const ThroughputRun& run) {
+  protocol::ThroughputResult result;
+  result.payload_bytes = run.payload_bytes;
+  result.ops = run.ops;
+  result.start_ns = run.start_ns;
+  result.end_ns = run.end_ns;
+  result.gbps = run.gbps();
+  result.ops_per_second = run.ops_per_second();
+  result.verified_ops = run.verified_ops;
+  result.mismatches = run.mismatches;
+  result.errors = run.errors;
+  return result;
 }
 
 }  // namespace ethx

@@ -131,7 +131,7 @@ class LiveSwitchFaults : public ::testing::TestWithParam<std::string> {
       }
       client_ = std::make_unique<FabricClient>(*control_, region_.get(), [] {});
     }
-    return client_->run(kFaultyPort, {{"op", "echo"}, {"peer", 0}, {"count", count}});
+    return client_->call(kFaultyPort, protocol::EchoCommand{.peer = 0, .count = count});
   }
   std::string leftovers(const std::string& tag) {
     std::string found;
