@@ -41,37 +41,37 @@ enum ethx_reg_access {
  * Expanded below into ETHX_REG_<NAME> (the offset) and ETHX_REG_<NAME>_WIDTH; a program that
  * needs a table of them (the guest tools, the unit test) expands it with its own X.
  */
-#define ETHX_GPU_REGISTERS(X)                                                                 \
-  X(IDENT, 0x00, 4, RO)            /* ETHX_IDENT */                                           \
-  X(VERSION, 0x04, 4, RO)          /* ETHX_REGISTER_MAP_VERSION */                            \
-  X(GPU_ID, 0x08, 4, RO)           /* this GPU's id in the fabric */                          \
-  X(STATUS, 0x0c, 4, RO)           /* ETHX_STATUS_* bits */                                   \
-  X(ERROR, 0x10, 4, RW1C)          /* latched ETHX_ERROR_* bits */                            \
-  X(FAULT_ADDR, 0x18, 8, RO)       /* address of the first access that latched an error */    \
-  X(SCRATCH, 0x20, 8, RW)          /* free for guest tools (MMIO round-trip probes) */        \
-  X(GPU_COUNT, 0x28, 4, RO)        /* GPUs in the fabric */                                   \
-  X(APERTURE_MIB, 0x2c, 4, RO)     /* window bytes per GPU / 2^20 */                          \
-  X(HBM_MIB, 0x30, 4, RO)          /* BAR 2 bytes / 2^20 */                                   \
-  X(GUEST_READY, 0x34, 4, RW)      /* the guest's tools are up (tells `ethx up --vms`) */     \
-  X(ATOMIC_ADDR, 0x40, 8, RW)      /* window address of the atomic */                         \
-  X(ATOMIC_OPERAND, 0x48, 8, RW)   /* addend (fetch-add), new value (swap, compare-swap) */   \
-  X(ATOMIC_COMPARE, 0x50, 8, RW)   /* expected value (compare-swap) */                        \
-  X(ATOMIC_CMD, 0x58, 4, WO)       /* doorbell: ETHX_ATOMIC_CMD(op, width) */                 \
-  X(ATOMIC_RESULT, 0x60, 8, RO)    /* the old value (all-ones on error) */                    \
-  X(ATOMIC_STATUS, 0x68, 4, RO)    /* a status code, ETHX_GPU_OK ... ETHX_GPU_INTERNAL */     \
-  X(COPY_SRC, 0x80, 8, RW)         /* copy engine: source window address */                   \
-  X(COPY_DST, 0x88, 8, RW)         /* destination window address */                           \
-  X(COPY_LEN, 0x90, 8, RW)         /* bytes */                                                \
-  X(COPY_CMD, 0x98, 4, WO)         /* doorbell: ETHX_COPY_CMD_* bits */                       \
-  X(COPY_STATUS, 0x9c, 4, RO)      /* ETHX_COPY_<state>, status code in bits 15:8 */          \
-  X(CNT_LOADS, 0xc0, 8, RO)        /* counters: window loads issued */                        \
-  X(CNT_STORES, 0xc8, 8, RO)       /* window stores issued */                                 \
-  X(CNT_ATOMICS, 0xd0, 8, RO)      /* atomics issued */                                       \
-  X(CNT_ERRORS, 0xd8, 8, RO)       /* failed accesses and copies */                           \
-  X(CNT_TIMEOUTS, 0xe0, 8, RO)     /* of which timeouts */                                    \
-  X(CNT_SERVED, 0xe8, 8, RO)       /* remote requests this GPU's completer performed */       \
-  X(CNT_COPIES, 0xf0, 8, RO)       /* copies completed */                                     \
-  X(CNT_COPY_BYTES, 0xf8, 8, RO)   /* bytes copied */
+#define ETHX_GPU_REGISTERS(X)                                                             \
+  X(IDENT, 0x00, 4, RO)          /* ETHX_IDENT */                                         \
+  X(VERSION, 0x04, 4, RO)        /* ETHX_REGISTER_MAP_VERSION */                          \
+  X(GPU_ID, 0x08, 4, RO)         /* this GPU's id in the fabric */                        \
+  X(STATUS, 0x0c, 4, RO)         /* ETHX_STATUS_* bits */                                 \
+  X(ERROR, 0x10, 4, RW1C)        /* latched ETHX_ERROR_* bits */                          \
+  X(FAULT_ADDR, 0x18, 8, RO)     /* address of the first access that latched an error */  \
+  X(SCRATCH, 0x20, 8, RW)        /* free for guest tools (MMIO round-trip probes) */      \
+  X(GPU_COUNT, 0x28, 4, RO)      /* GPUs in the fabric */                                 \
+  X(APERTURE_MIB, 0x2c, 4, RO)   /* window bytes per GPU / 2^20 */                        \
+  X(HBM_MIB, 0x30, 4, RO)        /* BAR 2 bytes / 2^20 */                                 \
+  X(GUEST_READY, 0x34, 4, RW)    /* the guest's tools are up (tells `ethx up --vms`) */   \
+  X(ATOMIC_ADDR, 0x40, 8, RW)    /* window address of the atomic */                       \
+  X(ATOMIC_OPERAND, 0x48, 8, RW) /* addend (fetch-add), new value (swap, compare-swap) */ \
+  X(ATOMIC_COMPARE, 0x50, 8, RW) /* expected value (compare-swap) */                      \
+  X(ATOMIC_CMD, 0x58, 4, WO)     /* doorbell: ETHX_ATOMIC_CMD(op, width) */               \
+  X(ATOMIC_RESULT, 0x60, 8, RO)  /* the old value (all-ones on error) */                  \
+  X(ATOMIC_STATUS, 0x68, 4, RO)  /* a status code, ETHX_GPU_OK ... ETHX_GPU_INTERNAL */   \
+  X(COPY_SRC, 0x80, 8, RW)       /* copy engine: source window address */                 \
+  X(COPY_DST, 0x88, 8, RW)       /* destination window address */                         \
+  X(COPY_LEN, 0x90, 8, RW)       /* bytes */                                              \
+  X(COPY_CMD, 0x98, 4, WO)       /* doorbell: ETHX_COPY_CMD_* bits */                     \
+  X(COPY_STATUS, 0x9c, 4, RO)    /* ETHX_COPY_<state>, status code in bits 15:8 */        \
+  X(CNT_LOADS, 0xc0, 8, RO)      /* counters: window loads issued */                      \
+  X(CNT_STORES, 0xc8, 8, RO)     /* window stores issued */                               \
+  X(CNT_ATOMICS, 0xd0, 8, RO)    /* atomics issued */                                     \
+  X(CNT_ERRORS, 0xd8, 8, RO)     /* failed accesses and copies */                         \
+  X(CNT_TIMEOUTS, 0xe0, 8, RO)   /* of which timeouts */                                  \
+  X(CNT_SERVED, 0xe8, 8, RO)     /* remote requests this GPU's completer performed */     \
+  X(CNT_COPIES, 0xf0, 8, RO)     /* copies completed */                                   \
+  X(CNT_COPY_BYTES, 0xf8, 8, RO) /* bytes copied */
 
 #define ETHX_REG_OFFSET_ENUMERATOR_(name, offset, width, access) ETHX_REG_##name = (offset),
 #define ETHX_REG_WIDTH_ENUMERATOR_(name, offset, width, access) ETHX_REG_##name##_WIDTH = (width),
@@ -116,13 +116,12 @@ enum ethx_gpu_status {
 #define ETHX_ERROR_REMOTE_ERROR (1u << ETHX_GPU_REMOTE_ERROR)
 #define ETHX_ERROR_BAD_WIDTH (1u << ETHX_GPU_BAD_WIDTH)
 #define ETHX_ERROR_UNREACHABLE (1u << ETHX_GPU_UNREACHABLE)
-#define ETHX_ERROR_NO_FABRIC (1u << 7)  /* window access or command without a fabric */
-#define ETHX_ERROR_COPY_BUSY (1u << 8)  /* COPY_CMD start while a copy runs */
+#define ETHX_ERROR_NO_FABRIC (1u << 7) /* window access or command without a fabric */
+#define ETHX_ERROR_COPY_BUSY (1u << 8) /* COPY_CMD start while a copy runs */
 #define ETHX_ERROR_BIT_COUNT 9
 
 /* The ERROR bit a failed access with status code `status` latches. */
-static inline uint32_t ethx_error_bit_of_status(int status)
-{
+static inline uint32_t ethx_error_bit_of_status(int status) {
   return status >= ETHX_GPU_OUT_OF_WINDOW && status <= ETHX_GPU_UNREACHABLE
              ? 1u << status
              : ETHX_ERROR_BAD_REGISTER;
@@ -138,9 +137,9 @@ enum ethx_gpu_atomic_op {
 #define ETHX_ATOMIC_CMD_WIDTH_SHIFT 8
 #define ETHX_ATOMIC_CMD_WIDTH_MASK 0xfu
 /* No casts, so C++ callers build with -Wold-style-cast: the masks are unsigned already. */
-#define ETHX_ATOMIC_CMD(op, width)             \
-  (((op) & ETHX_ATOMIC_CMD_OP_MASK) |          \
-   (((width) & ETHX_ATOMIC_CMD_WIDTH_MASK) << ETHX_ATOMIC_CMD_WIDTH_SHIFT))
+#define ETHX_ATOMIC_CMD(op, width)  \
+  (((op)&ETHX_ATOMIC_CMD_OP_MASK) | \
+   (((width)&ETHX_ATOMIC_CMD_WIDTH_MASK) << ETHX_ATOMIC_CMD_WIDTH_SHIFT))
 
 /* COPY_CMD bits. */
 #define ETHX_COPY_CMD_START (1u << 0)

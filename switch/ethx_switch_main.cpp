@@ -16,19 +16,19 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "switch/runtime/bare_forwarder.hpp"
-#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
-#include "switch/runtime/periodic_hook.hpp"
+#include "fabric/config/topology_config.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/platform/readiness_pipe.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "switch/runtime/bare_forwarder.hpp"
+#include "switch/runtime/periodic_hook.hpp"
 #include "switch/runtime/shm_switch_runtime.hpp"
 #include "switch/runtime/socket_switch_runtime.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
 #include "switch/runtime/switch_command_box.hpp"
 #include "switch/runtime/switch_stats.hpp"
-#include "fabric/config/topology_config.hpp"
 
 namespace po = boost::program_options;
 

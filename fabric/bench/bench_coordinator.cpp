@@ -14,19 +14,19 @@
 #include <optional>
 #include <thread>
 
-#include "fabric/control/attached_fabric.hpp"
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
-#include "fabric/control/fabric_launcher.hpp"
-#include "fabric/config/fabric_names.hpp"
 #include "fabric/bench/forwarding_probe.hpp"
-#include "fabric/transport/net/privileges.hpp"
-#include "fabric/platform/process_signals.hpp"
 #include "fabric/bench/roce_bench_command.hpp"
-#include "fabric/control/run_state.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/platform/stats.hpp"
 #include "fabric/bench/vm_bench.hpp"
+#include "fabric/config/fabric_names.hpp"
+#include "fabric/control/attached_fabric.hpp"
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/platform/stats.hpp"
+#include "fabric/transport/net/privileges.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {
@@ -144,9 +144,8 @@ std::string size_text(std::uint64_t bytes) {
 // takes the median of the per-round percentiles. `modes`: see run_suite.
 void measure_latency(FabricClient& fabric, FabricLauncher* modes, const BenchOptions& options,
                      const LoadStoreBenchPlan& plan, Totals& totals, json& report) {
-  progress(options, "latency: bare echo vs " + std::to_string(plan.latency_bytes) +
-                        " B loads, " + std::to_string(plan.latency_rounds) +
-                        " interleaved rounds");
+  progress(options, "latency: bare echo vs " + std::to_string(plan.latency_bytes) + " B loads, " +
+                        std::to_string(plan.latency_rounds) + " interleaved rounds");
   std::vector<double> echo_p50, echo_p99, load_p50, load_p99, bare_p50, bare_p99;
   const auto record = [&totals](const std::string& name, const protocol::LatencyResult& run,
                                 std::vector<double>& p50, std::vector<double>& p99) {
@@ -159,18 +158,18 @@ void measure_latency(FabricClient& fabric, FabricLauncher* modes, const BenchOpt
     if (modes != nullptr) {
       // The baseline: the same nodes' echo, with the switch process as a bare forwarder.
       modes->set_switch_mode(SwitchMode::kBareForwarder);
-      record("bare-forwarder echo" + suffix,
-             fabric.call(kRequester, protocol::EchoCommand{
-                                         .peer = kTarget, .count = plan.latency_samples_per_round}),
-             bare_p50, bare_p99);
+      record(
+          "bare-forwarder echo" + suffix,
+          fabric.call(kRequester, protocol::EchoCommand{.peer = kTarget,
+                                                        .count = plan.latency_samples_per_round}),
+          bare_p50, bare_p99);
       modes->set_switch_mode(SwitchMode::kSwitchCore);
     }
-    const protocol::EchoAndLoadResult pair =
-        fabric.call(kRequester, protocol::EchoAndLoadLatencyCommand{
-                                    .peer = kTarget,
-                                    .count = plan.latency_samples_per_round,
-                                    .bytes = plan.latency_bytes,
-                                    .seed = round + 1});
+    const protocol::EchoAndLoadResult pair = fabric.call(
+        kRequester, protocol::EchoAndLoadLatencyCommand{.peer = kTarget,
+                                                        .count = plan.latency_samples_per_round,
+                                                        .bytes = plan.latency_bytes,
+                                                        .seed = round + 1});
     record("echo" + suffix, pair.echo, echo_p50, echo_p99);
     record("load" + suffix, pair.load, load_p50, load_p99);
   }
@@ -218,10 +217,10 @@ void measure_bandwidth(FabricClient& fabric, const BenchOptions& options,
   report["read_bandwidth_gbps"] = read.gbps;
 
   progress(options, "atomic fetch-add rate");
-  const protocol::ThroughputResult atomic = fabric.call(
-      kRequester, protocol::AtomicRateCommand{.peer = kTarget,
-                                              .count = plan.atomic_count,
-                                              .outstanding = plan.atomic_outstanding});
+  const protocol::ThroughputResult atomic =
+      fabric.call(kRequester, protocol::AtomicRateCommand{.peer = kTarget,
+                                                          .count = plan.atomic_count,
+                                                          .outstanding = plan.atomic_outstanding});
   totals.add("atomic rate", atomic);
   report["atomic_rate_mops"] = atomic.ops_per_second / 1e6;
 }

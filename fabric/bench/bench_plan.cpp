@@ -84,8 +84,7 @@ PerftestPlan perftest_plan(bool quick) {
 }  // namespace
 
 BenchPlan bench_plan(bool quick) {
-  return BenchPlan{load_store_plan(quick), sweep_plan(quick), vm_plan(quick),
-                   perftest_plan(quick)};
+  return BenchPlan{load_store_plan(quick), sweep_plan(quick), vm_plan(quick), perftest_plan(quick)};
 }
 
 std::uint64_t bandwidth_total_bytes(const SweepPlan& plan, std::uint32_t size) {

@@ -37,7 +37,7 @@ struct SweepPlan {
   std::vector<std::uint32_t> latency_sizes;  // bytes
   std::uint32_t latency_samples = 0;
   std::vector<std::uint32_t> bandwidth_sizes;  // bytes
-  std::uint64_t bandwidth_ops = 0;  // per size, bounded by the byte limits below
+  std::uint64_t bandwidth_ops = 0;             // per size, bounded by the byte limits below
   std::uint64_t bandwidth_min_bytes = 0;
   std::uint64_t bandwidth_max_bytes = 0;
   std::uint32_t outstanding = 32;
@@ -57,8 +57,8 @@ struct VmBenchPlan {
 
 // The Soft-RoCE perftest runs of `ethx compare` (softroce_suite.cpp), WRITE and READ each.
 struct PerftestPlan {
-  std::vector<std::uint64_t> latency_sizes_bytes;  // ib_{write,read}_lat -s
-  std::uint64_t latency_iterations = 0;            // -n
+  std::vector<std::uint64_t> latency_sizes_bytes;    // ib_{write,read}_lat -s
+  std::uint64_t latency_iterations = 0;              // -n
   std::vector<std::uint64_t> bandwidth_sizes_bytes;  // ib_{write,read}_bw -s
   std::uint64_t bandwidth_iterations = 0;
   // Messages of at most 8 B run this many times as many iterations: they are quick.

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/platform/process_signals.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
 #include "packet-engine/wire.hpp"
 
@@ -20,7 +20,6 @@ constexpr std::int64_t kStallTimeoutNs = 5'000'000'000;
 constexpr std::int64_t kDrainNs = 200'000'000;
 // Far below the receive ring (4096) and the switch's egress queue (1 MiB at 1500 B).
 constexpr std::uint32_t kReceiveFrames = 4096;
-
 
 struct CountingSink final : FrameSink {
   std::uint64_t frames = 0;

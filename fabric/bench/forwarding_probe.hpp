@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "fabric/transport/net/frame_socket.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/transport/net/frame_socket.hpp"
 
 namespace ethx {
 

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/bench/bench_totals.hpp"
+#include "fabric/bench/roce_suite.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/platform/process_signals.hpp"
-#include "fabric/bench/roce_suite.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
 
 namespace ethx {

@@ -13,7 +13,7 @@ using nlohmann::json;
 using protocol::RoceOp;
 
 constexpr std::pair<RoceOp, const char*> kRdmaOps[] = {{RoceOp::kWrite, "write"},
-                                                        {RoceOp::kRead, "read"}};
+                                                       {RoceOp::kRead, "read"}};
 
 std::string key(std::uint64_t value) {
   return std::to_string(value);
@@ -125,13 +125,13 @@ void RoceSuite::measure_bandwidth(json& report) {
     json by_size = json::object();
     for (std::uint32_t size : plan_.bandwidth_sizes) {
       const protocol::ThroughputResult run = client_.call(
-          kRequester, protocol::RoceBandwidthCommand{
-                          .peer = kTarget,
-                          .rdma_op = op,
-                          .bytes = size,
-                          .total_bytes = bandwidth_total_bytes(plan_, size),
-                          .outstanding = bandwidth_outstanding(plan_, size),
-                          .salt = 2000 + size});
+          kRequester,
+          protocol::RoceBandwidthCommand{.peer = kTarget,
+                                         .rdma_op = op,
+                                         .bytes = size,
+                                         .total_bytes = bandwidth_total_bytes(plan_, size),
+                                         .outstanding = bandwidth_outstanding(plan_, size),
+                                         .salt = 2000 + size});
       record(std::string("RoCE ") + name + " bandwidth " + key(size) + " B", run);
       by_size[key(size)] = run.gbps;
     }
@@ -167,15 +167,14 @@ void RoceSuite::measure_many_qps(json& report) {
     connect_roce_pair(client_, kRequester, kTarget, qps);
     const protocol::RoceInfo info = client_.call(kRequester, protocol::RoceInfoCommand{});
     const protocol::RoceMessageRateResult result = client_.call(
-        kRequester,
-        protocol::RoceMessageRateCommand{
-            .peer = kTarget,
-            .count = plan_.rate_count,
-            .bytes = 8,
-            .batch = many_batch,
-            .outstanding = static_cast<std::uint32_t>(
-                std::max<std::uint64_t>(64, std::uint64_t{many_batch} * 4)),
-            .salt = 4000 + qps});
+        kRequester, protocol::RoceMessageRateCommand{
+                        .peer = kTarget,
+                        .count = plan_.rate_count,
+                        .bytes = 8,
+                        .batch = many_batch,
+                        .outstanding = static_cast<std::uint32_t>(
+                            std::max<std::uint64_t>(64, std::uint64_t{many_batch} * 4)),
+                        .salt = 4000 + qps});
     record("RoCE many QPs, " + key(qps) + " QPs", result.run);
     many.push_back({{"qps", qps},
                     {"state_bytes_total", info.qp_state_bytes_total},
@@ -227,9 +226,8 @@ void RoceSuite::measure_all_to_all(std::size_t gpu_count, json& report) {
   for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
     writes.emplace_back(static_cast<GpuId>(gpu),
                         protocol::RoceAllToAllWriteCommand{plan_.all_to_all_bytes_per_peer, salt});
-    verifies.emplace_back(
-        static_cast<GpuId>(gpu),
-        protocol::RoceAllToAllVerifyCommand{plan_.all_to_all_bytes_per_peer, salt});
+    verifies.emplace_back(static_cast<GpuId>(gpu), protocol::RoceAllToAllVerifyCommand{
+                                                       plan_.all_to_all_bytes_per_peer, salt});
   }
   const std::vector<protocol::ThroughputResult> runs = client_.call_parallel(writes);
   for (const protocol::ThroughputResult& run : runs) {

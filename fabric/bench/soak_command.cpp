@@ -10,12 +10,12 @@
 #include <optional>
 
 #include "address-map/config_error.hpp"
-#include "fabric/control/attached_fabric.hpp"
 #include "fabric/config/config_overlay.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "fabric/control/attached_fabric.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/config/topology_config.hpp"
 
 namespace ethx {
 namespace {

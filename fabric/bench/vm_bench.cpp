@@ -16,14 +16,14 @@
 
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/control/fabric_launcher.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/platform/stats.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
 #include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/guest_console.hpp"
 #include "fabric/vm/kvm_probe.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
-#include "fabric/platform/process_signals.hpp"
-#include "fabric/control/run_state.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/platform/stats.hpp"
 #include "fabric/vm/vm_plan.hpp"
 
 namespace ethx {

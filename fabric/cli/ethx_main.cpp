@@ -5,16 +5,16 @@
 
 #include "address-map/config_error.hpp"
 #include "fabric/bench/bench_coordinator.hpp"
-#include "fabric/compare/compare_command.hpp"
-#include "fabric/config/config_overlay.hpp"
-#include "fabric/cli/fault_command.hpp"
-#include "fabric/platform/process_signals.hpp"
-#include "fabric/cli/restart_switch_command.hpp"
-#include "fabric/sim/sim_command.hpp"
 #include "fabric/bench/soak_command.hpp"
-#include "fabric/compare/softroce_suite.hpp"
-#include "fabric/config/topology_config.hpp"
+#include "fabric/cli/fault_command.hpp"
+#include "fabric/cli/restart_switch_command.hpp"
 #include "fabric/cli/up_command.hpp"
+#include "fabric/compare/compare_command.hpp"
+#include "fabric/compare/softroce_suite.hpp"
+#include "fabric/config/config_overlay.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/sim/sim_command.hpp"
 
 namespace po = boost::program_options;
 

@@ -12,8 +12,8 @@
 #include <system_error>
 
 #include "fabric/config/fabric_names.hpp"
-#include "switch/runtime/fault_change.hpp"
 #include "fabric/control/run_state.hpp"
+#include "switch/runtime/fault_change.hpp"
 #include "switch/runtime/switch_command_box.hpp"
 
 namespace ethx {

@@ -3,15 +3,15 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "fabric/platform/child_process.hpp"
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/control/switch_launch.hpp"
+#include "fabric/platform/child_process.hpp"
 #include "fabric/platform/process_identity.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/platform/readiness_pipe.hpp"
-#include "fabric/control/run_state.hpp"
 #include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/control/switch_launch.hpp"
 #include "fabric/vm/vm_plan.hpp"
 
 namespace ethx {

@@ -11,18 +11,18 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "fabric/control/fabric_launcher.hpp"
 #include "fabric/config/fabric_names.hpp"
-#include "switch/runtime/fault_change.hpp"
-#include "fabric/vm/guest_agent.hpp"
-#include "fabric/vm/kvm_probe.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/control/run_state.hpp"
 #include "fabric/platform/process_identity.hpp"
 #include "fabric/platform/process_signals.hpp"
-#include "fabric/control/run_state.hpp"
 #include "fabric/platform/shm_file.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/vm/guest_agent.hpp"
+#include "fabric/vm/kvm_probe.hpp"
 #include "fabric/vm/vm_plan.hpp"
+#include "switch/runtime/fault_change.hpp"
 
 namespace ethx {
 namespace {

@@ -10,13 +10,13 @@
 
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
+#include "fabric/bench/roce_suite.hpp"
 #include "fabric/compare/compare_model.hpp"
 #include "fabric/compare/compare_plots.hpp"
 #include "fabric/compare/compare_report.hpp"
 #include "fabric/compare/compare_systems.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/platform/process_signals.hpp"
-#include "fabric/bench/roce_suite.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
 
 namespace ethx {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "fabric/compare/compare_systems.hpp"
 #include "fabric/bench/compare_wire.hpp"
+#include "fabric/compare/compare_systems.hpp"
 #include "fabric/sim/sim_command.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "fabric/compare/compare_systems.hpp"
 #include "fabric/bench/compare_wire.hpp"
+#include "fabric/compare/compare_systems.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 
 namespace ethx {

@@ -13,16 +13,14 @@ constexpr GpuId kTarget = 1;
 
 // Load latency by size, GPU 0 -> GPU 1.
 void measure_load_latency(FabricClient& client, const SweepPlan& plan, Totals& totals,
-                          const std::function<void(const std::string&)>& progress,
-                          json& system) {
+                          const std::function<void(const std::string&)>& progress, json& system) {
   progress("load/store: load latency, " + std::to_string(plan.latency_sizes.size()) + " sizes x " +
            std::to_string(plan.latency_samples) + " samples");
   for (std::uint32_t size : plan.latency_sizes) {
-    const protocol::LatencyResult run =
-        client.call(kRequester, protocol::LoadLatencyCommand{.peer = kTarget,
-                                                             .count = plan.latency_samples,
-                                                             .bytes = size,
-                                                             .seed = 100 + size});
+    const protocol::LatencyResult run = client.call(
+        kRequester,
+        protocol::LoadLatencyCommand{
+            .peer = kTarget, .count = plan.latency_samples, .bytes = size, .seed = 100 + size});
     totals.add("load latency " + std::to_string(size) + " B", run);
     system["latency_us"].push_back({{"op", "load"},
                                     {"bytes", size},
@@ -38,19 +36,16 @@ void measure_load_store_bandwidth(FabricClient& client, const SweepPlan& plan, T
   progress("load/store: posted-store and read bandwidth by size");
   for (std::uint32_t size : plan.bandwidth_sizes) {
     const std::uint64_t total = bandwidth_total_bytes(plan, size);
-    const protocol::ThroughputResult store =
-        client.call(kRequester, protocol::StoreBandwidthCommand{.peer = kTarget,
-                                                                .size_bytes = size,
-                                                                .total_bytes = total,
-                                                                .salt = 6000 + size});
+    const protocol::ThroughputResult store = client.call(
+        kRequester,
+        protocol::StoreBandwidthCommand{
+            .peer = kTarget, .size_bytes = size, .total_bytes = total, .salt = 6000 + size});
     totals.add("store bandwidth " + std::to_string(size) + " B", store);
     system["bandwidth_gbps"].push_back({{"op", "write"}, {"bytes", size}, {"gbps", store.gbps}});
     if (size == plan.bandwidth_sizes.front()) {
       // Posted stores need no doorbell: every store is one "message", batch 1.
-      system["message_rate_mops"].push_back({{"op", "write"},
-                                             {"bytes", size},
-                                             {"batch", 1},
-                                             {"mops", store.ops_per_second / 1e6}});
+      system["message_rate_mops"].push_back(
+          {{"op", "write"}, {"bytes", size}, {"batch", 1}, {"mops", store.ops_per_second / 1e6}});
     }
     const protocol::ThroughputResult read = client.call(
         kRequester,

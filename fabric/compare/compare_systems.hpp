@@ -11,9 +11,9 @@
 
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
-#include "fabric/control/fabric_client.hpp"
 #include "fabric/bench/roce_suite.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/control/fabric_client.hpp"
 
 namespace ethx {
 

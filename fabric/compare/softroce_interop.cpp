@@ -12,11 +12,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include "fabric/bench/vm_bench.hpp"
 #include "fabric/transport/net/af_packet_socket.hpp"
-#include "fabric/vm/guest_agent.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/node_port.hpp"
-#include "fabric/bench/vm_bench.hpp"
+#include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/vm_plan.hpp"
 #include "packet-engine/roce/roce_node.hpp"
 
@@ -28,7 +28,6 @@ using nlohmann::json;
 constexpr std::uint16_t kEtherTypeArp = 0x0806;
 constexpr std::uint32_t kEnginePsn = 0x1357;
 constexpr std::uint32_t kGuestPsn = 0x2468;
-
 
 std::uint32_t parse_ip(const std::string& text) {
   in_addr address{};

@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "fabric/bench/bench_plan.hpp"
+#include "fabric/bench/vm_bench.hpp"
 #include "fabric/compare/compare_systems.hpp"
-#include "fabric/control/fabric_launcher.hpp"
-#include "fabric/vm/guest_agent.hpp"
-#include "fabric/vm/kvm_probe.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
-#include "fabric/platform/process_signals.hpp"
-#include "fabric/control/run_state.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
 #include "fabric/compare/softroce_interop.hpp"
 #include "fabric/config/topology_config.hpp"
-#include "fabric/bench/vm_bench.hpp"
+#include "fabric/control/fabric_launcher.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/platform/process_signals.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/vm/guest_agent.hpp"
+#include "fabric/vm/kvm_probe.hpp"
 #include "fabric/vm/vm_plan.hpp"
 
 namespace ethx {

@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/config/topology_config.hpp"
 #include "fabric/control/fabric_client.hpp"
 #include "fabric/control/run_state.hpp"
+#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
-#include "fabric/config/topology_config.hpp"
 
 namespace ethx {
 

@@ -13,8 +13,8 @@
 
 #include "address-map/fabric_types.hpp"
 #include "fabric/node/node_protocol.hpp"
-#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/doorbell.hpp"
+#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
 
 namespace ethx {

@@ -11,11 +11,11 @@
 #include <thread>
 
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/control/switch_launch.hpp"
 #include "fabric/platform/process_identity.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/platform/readiness_pipe.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/control/switch_launch.hpp"
 
 namespace ethx {
 namespace {
@@ -23,7 +23,6 @@ namespace {
 constexpr std::int64_t kStartTimeoutNs = 30'000'000'000;
 constexpr std::int64_t kPollSliceNs = 100'000'000;
 constexpr const char* kRunRecordDirectory = "/run/ethx/bench";
-
 
 }  // namespace
 
@@ -248,8 +247,8 @@ void FabricLauncher::start_nodes() {
     return true;
   };
   // VMs boot their guest (under TCG several seconds each, slower with many VMs on 2 cores).
-  const std::int64_t deadline =
-      monotonic_ns() + kStartTimeoutNs + static_cast<std::int64_t>(options_.vms.count) * 30'000'000'000;
+  const std::int64_t deadline = monotonic_ns() + kStartTimeoutNs +
+                                static_cast<std::int64_t>(options_.vms.count) * 30'000'000'000;
   while (!all_ready()) {
     check_alive();
     if (monotonic_ns() > deadline) {

@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fabric/platform/child_process.hpp"
-#include "fabric/transport/shm/control_region.hpp"
-#include "fabric/control/fabric_client.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
-#include "fabric/control/raw_pingpong.hpp"
-#include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/control/fabric_client.hpp"
+#include "fabric/control/raw_pingpong.hpp"
+#include "fabric/platform/child_process.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "fabric/vm/vm_plan.hpp"
 
 namespace ethx {

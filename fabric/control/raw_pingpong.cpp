@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/platform/process_signals.hpp"
-#include "fabric/transport/net/socket_transport.hpp"
 #include "fabric/platform/stats.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/transport/net/socket_transport.hpp"
 #include "packet-engine/mac_addr.hpp"
 
 namespace ethx {
@@ -23,7 +23,6 @@ namespace {
 constexpr std::size_t kFrameBytes = 64;
 constexpr std::uint16_t kEchoEtherType = 0x88B6;
 constexpr std::int64_t kReplyTimeoutNs = 1'000'000'000;
-
 
 // Echoes every frame back with the MAC addresses swapped.
 struct EchoSink final : FrameSink {

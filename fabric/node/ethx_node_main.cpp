@@ -11,15 +11,15 @@
 #include <optional>
 #include <thread>
 
-#include "fabric/workloads/bench_workloads.hpp"
-#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/config/topology_config.hpp"
 #include "fabric/node/node_port_factory.hpp"
 #include "fabric/node/node_protocol.hpp"
-#include "fabric/workloads/node_commands.hpp"
 #include "fabric/platform/process_signals.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/config/topology_config.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/workloads/node_commands.hpp"
 
 namespace po = boost::program_options;
 

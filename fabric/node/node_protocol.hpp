@@ -358,13 +358,12 @@ struct RoceAllToAllVerifyCommand {
 // ---- Commands as a whole ----
 
 using NodeCommand =
-    std::variant<EchoCommand, EchoAndLoadLatencyCommand, LoadLatencyCommand,
-                 StoreBandwidthCommand, ReadBandwidthCommand, AtomicRateCommand,
-                 AllToAllStoreCommand, AllToAllVerifyCommand, SoakCommand, StatsCommand,
-                 RoceInfoCommand, RoceStatsCommand, RoceCreateCommand, RoceConnectCommand,
-                 RoceDestroyCommand, RoceLatencyCommand, RoceBandwidthCommand,
-                 RoceMessageRateCommand, RoceBadRkeyProbeCommand, RoceAllToAllWriteCommand,
-                 RoceAllToAllVerifyCommand>;
+    std::variant<EchoCommand, EchoAndLoadLatencyCommand, LoadLatencyCommand, StoreBandwidthCommand,
+                 ReadBandwidthCommand, AtomicRateCommand, AllToAllStoreCommand,
+                 AllToAllVerifyCommand, SoakCommand, StatsCommand, RoceInfoCommand,
+                 RoceStatsCommand, RoceCreateCommand, RoceConnectCommand, RoceDestroyCommand,
+                 RoceLatencyCommand, RoceBandwidthCommand, RoceMessageRateCommand,
+                 RoceBadRkeyProbeCommand, RoceAllToAllWriteCommand, RoceAllToAllVerifyCommand>;
 
 template <class T>
 concept Command = Message<T> && requires {

@@ -16,7 +16,6 @@ constexpr std::size_t kEchoPayloadBytes = 46;
 
 }  // namespace
 
-
 NodeRuntime::NodeRuntime(const TopologyConfig& topology, GpuId self,
                          std::span<std::byte> local_memory, NodePort& port)
     : topology_(topology),

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "address-map/address_map.hpp"
+#include "fabric/config/topology_config.hpp"
+#include "fabric/node/roce_host.hpp"
 #include "fabric/platform/clock.hpp"
 #include "fabric/transport/node_port.hpp"
-#include "fabric/node/roce_host.hpp"
-#include "fabric/config/topology_config.hpp"
 #include "packet-engine/endpoint.hpp"
 
 namespace ethx {
@@ -27,7 +27,6 @@ struct NodeRuntimeCounters {
   std::uint64_t echo_replies = 0;
   std::uint64_t foreign_frames = 0;  // neither ethx, echo nor IPv4 (RoCE): counted and dropped
 };
-
 
 class NodeRuntime final : private FrameSink {
  public:

@@ -31,7 +31,9 @@ class FieldReader;
 
 // A message struct: it lists its fields with a static fields(self, f).
 template <class T>
-concept Message = requires(T& value, FieldReader& reader) { T::fields(value, reader); };
+concept Message = requires(T& value, FieldReader& reader) {
+  T::fields(value, reader);
+};
 
 // Readers of one JSON value into one member; `path` names it in errors ("links.acks_sent").
 void read_value(const nlohmann::json& in, const std::string& path, std::string& value);

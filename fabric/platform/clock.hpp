@@ -18,8 +18,12 @@ inline std::int64_t monotonic_ns() {
 }
 
 // The same clock as the engines' time type, for calls into the cores.
-inline TimeNs monotonic_now_ns() { return static_cast<TimeNs>(monotonic_ns()); }
+inline TimeNs monotonic_now_ns() {
+  return static_cast<TimeNs>(monotonic_ns());
+}
 
-inline std::int64_t monotonic_ms() { return monotonic_ns() / 1'000'000; }
+inline std::int64_t monotonic_ms() {
+  return monotonic_ns() / 1'000'000;
+}
 
 }  // namespace ethx

@@ -13,10 +13,7 @@
 #include "fabric/platform/process_signals.hpp"
 
 namespace ethx {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 ReadinessPipe::ReadinessPipe() {
   int fds[2];

@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
-#include "fabric/config/topology_config.hpp"
 
 namespace ethx::sim {
 

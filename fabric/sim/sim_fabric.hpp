@@ -21,12 +21,12 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
 #include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
-#include "fabric/config/topology_config.hpp"
 #include "packet-engine/endpoint.hpp"
 #include "switch/core/switch_core.hpp"
 

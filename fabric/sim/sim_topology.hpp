@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim/sim_link.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/sim/sim_link.hpp"
 #include "switch/core/switch_core.hpp"
 
 namespace ethx::sim {

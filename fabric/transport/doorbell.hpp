@@ -70,7 +70,6 @@ void futex_wait(Doorbell& bell, std::uint32_t expected, std::int64_t timeout_ns)
 // The slow path of ring(): the consumer announced it sleeps.
 bool wake_sleeper(Doorbell& bell);
 
-
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();

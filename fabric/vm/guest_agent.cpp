@@ -17,10 +17,7 @@
 #include "fabric/platform/process_signals.hpp"
 
 namespace ethx {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 GuestAgent::GuestAgent(std::string socket_path, std::int64_t timeout_ms)
     : path_(std::move(socket_path)) {

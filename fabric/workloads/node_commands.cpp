@@ -63,8 +63,8 @@ class LoadStoreCommands {
     return latency_summary(run);
   }
   protocol::EchoAndLoadResult operator()(const protocol::EchoAndLoadLatencyCommand& command) {
-    auto [echo, load] = workloads_.echo_and_load_latency(command.peer, command.count,
-                                                         command.bytes, command.seed);
+    auto [echo, load] =
+        workloads_.echo_and_load_latency(command.peer, command.count, command.bytes, command.seed);
     return {latency_summary(echo), latency_summary(load)};
   }
   protocol::LatencyResult operator()(const protocol::LoadLatencyCommand& command) {
@@ -93,8 +93,8 @@ class LoadStoreCommands {
   protocol::SoakResult operator()(const protocol::SoakCommand& command) {
     SoakWorkload soak(node_, workloads_);
     const SoakRun run = soak.run(command.ops, command.seed, command.outstanding);
-    return protocol::SoakResult{run.ops,          run.stores,     run.loads,    run.atomics,
-                                run.verified_ops, run.mismatches, run.timeouts, run.errors,
+    return protocol::SoakResult{run.ops,          run.stores,     run.loads,        run.atomics,
+                                run.verified_ops, run.mismatches, run.timeouts,     run.errors,
                                 run.start_ns,     run.end_ns,     node_stats(node_)};
   }
   protocol::NodeStats operator()(const protocol::StatsCommand&) { return node_stats(node_); }

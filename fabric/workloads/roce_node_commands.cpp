@@ -55,9 +55,13 @@ protocol::RoceInfo RoceCommands::info() const {
   return info;
 }
 
-protocol::RoceInfo RoceCommands::operator()(const protocol::RoceInfoCommand&) { return info(); }
+protocol::RoceInfo RoceCommands::operator()(const protocol::RoceInfoCommand&) {
+  return info();
+}
 
-protocol::RoceInfo RoceCommands::operator()(const protocol::RoceStatsCommand&) { return info(); }
+protocol::RoceInfo RoceCommands::operator()(const protocol::RoceStatsCommand&) {
+  return info();
+}
 
 protocol::RoceCreateResult RoceCommands::operator()(const protocol::RoceCreateCommand& command) {
   protocol::RoceCreateResult result;
@@ -76,8 +80,8 @@ protocol::RoceConnectResult RoceCommands::operator()(const protocol::RoceConnect
   }
   std::vector<roce::QpRemote> remote;
   for (std::size_t n = 0; n < command.remote_qpns.size(); ++n) {
-    remote.push_back(roce::QpRemote{*mac, command.remote_ip, command.remote_qpns[n],
-                                    command.remote_psns[n]});
+    remote.push_back(
+        roce::QpRemote{*mac, command.remote_ip, command.remote_qpns[n], command.remote_psns[n]});
   }
   roce_.connect_qps(command.peer, command.local_qpns, remote, command.remote_rkey);
   return {command.local_qpns.size()};
@@ -88,17 +92,15 @@ protocol::RoceDestroyResult RoceCommands::operator()(const protocol::RoceDestroy
 }
 
 protocol::LatencyResult RoceCommands::operator()(const protocol::RoceLatencyCommand& command) {
-  LatencyRun run = workloads_.latency(command.peer, command.rdma_op, command.bytes, command.count,
-                                      command.seed);
+  LatencyRun run =
+      workloads_.latency(command.peer, command.rdma_op, command.bytes, command.count, command.seed);
   return with_first_error(latency_summary(run));
 }
 
-protocol::ThroughputResult RoceCommands::operator()(
-    const protocol::RoceBandwidthCommand& command) {
-  return with_first_error(
-      throughput_summary(workloads_.bandwidth(command.peer, command.rdma_op, command.bytes,
-                                              command.total_bytes, command.outstanding,
-                                              command.salt)));
+protocol::ThroughputResult RoceCommands::operator()(const protocol::RoceBandwidthCommand& command) {
+  return with_first_error(throughput_summary(
+      workloads_.bandwidth(command.peer, command.rdma_op, command.bytes, command.total_bytes,
+                           command.outstanding, command.salt)));
 }
 
 protocol::RoceMessageRateResult RoceCommands::operator()(

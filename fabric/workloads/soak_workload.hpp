@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "fabric/workloads/bench_workloads.hpp"
 #include "fabric/node/node_runtime.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
 
 namespace ethx {
 

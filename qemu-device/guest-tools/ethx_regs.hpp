@@ -25,8 +25,10 @@ struct Register {
 };
 
 // A register by its ethx_gpu_regs.h name, with the name the tools print for it.
-#define ETHX_GUEST_REGISTER(NAME, printed) \
-  Register { printed, ETHX_REG_##NAME, ETHX_REG_##NAME##_WIDTH }
+#define ETHX_GUEST_REGISTER(NAME, printed)            \
+  Register {                                          \
+    printed, ETHX_REG_##NAME, ETHX_REG_##NAME##_WIDTH \
+  }
 
 inline constexpr Register kIdent = ETHX_GUEST_REGISTER(IDENT, "ident");
 inline constexpr Register kVersion = ETHX_GUEST_REGISTER(VERSION, "version");

@@ -10,10 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
 #include "fabric/node/node_port_factory.hpp"
 #include "fabric/node/node_runtime.hpp"
+#include "fabric/transport/shm/control_region.hpp"
 
 namespace ethx {
 namespace {
@@ -33,8 +33,8 @@ constexpr TimeNs kDeviceWriteCombineNs = 2'000;
 // before it hands the engine back to the service thread and sleeps. Remote loads take tens of
 // microseconds here; a timeout or a copy in the way takes longer and is not worth a core.
 constexpr std::int64_t kDriveBudgetNs = 1'000'000;
-// Spin this long before yielding, like the shared-memory waiters (fabric/transport/doorbell.hpp): the
-// switch and the peer that answer may need this very core.
+// Spin this long before yielding, like the shared-memory waiters (fabric/transport/doorbell.hpp):
+// the switch and the peer that answer may need this very core.
 constexpr std::int64_t kDriveSpinNs = 2'000;
 // While vCPUs drive the engine (one did within kVcpuActiveNs, or one holds it now), the service
 // thread naps in slices of kServiceNapNs instead of watching the port: otherwise every response

@@ -25,8 +25,8 @@
 #include <thread>
 
 #include "address-map/fabric_types.hpp"
-#include "fabric/platform/shm_file.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/platform/shm_file.hpp"
 #include "packet-engine/requester.hpp"
 #include "qemu-device/ethx_gpu_regs.h"
 

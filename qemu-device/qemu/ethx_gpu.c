@@ -5,8 +5,8 @@
  *
  * BAR 0 control registers; BAR 2 this GPU's memory ("HBM"), RAM from the shared-memory file
  * the fabric's completer serves; BAR 4 the remote window, whose every access goes through
- * ethx's address map and packet engine (qemu-device/host/ethx_gpu_api.h, a C API over the C++ library).
- * Window loads and atomics drop the big QEMU lock while they wait for the fabric (and the
+ * ethx's address map and packet engine (qemu-device/host/ethx_gpu_api.h, a C API over the C++
+ * library). Window loads and atomics drop the big QEMU lock while they wait for the fabric (and the
  * vCPU drives the packet engine itself meanwhile); the copy engine completes on a thread
  * without the lock, which hands the interrupt to a bottom half.
  *

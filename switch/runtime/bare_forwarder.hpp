@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fabric/transport/net/frame_socket.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/transport/net/frame_socket.hpp"
 
 namespace ethx {
 

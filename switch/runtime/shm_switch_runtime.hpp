@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/transport/doorbell.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "switch/core/switch_core.hpp"
 #include "switch/runtime/pending_egress.hpp"
 #include "switch/runtime/periodic_hook.hpp"
-#include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "switch/runtime/switch_command_hook.hpp"
-#include "fabric/config/topology_config.hpp"
-#include "switch/core/switch_core.hpp"
 
 namespace ethx {
 

@@ -8,12 +8,12 @@
 #include <functional>
 #include <vector>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/transport/net/frame_socket.hpp"
+#include "switch/core/switch_core.hpp"
 #include "switch/runtime/pending_egress.hpp"
 #include "switch/runtime/periodic_hook.hpp"
 #include "switch/runtime/switch_command_hook.hpp"
-#include "fabric/config/topology_config.hpp"
-#include "switch/core/switch_core.hpp"
 
 namespace ethx {
 

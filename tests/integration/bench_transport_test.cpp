@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "fabric/platform/child_process.hpp"
 #include "fabric/control/fabric_launcher.hpp"
+#include "fabric/platform/child_process.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/privileges.hpp"
 #include "fabric/transport/net/socket_transport.hpp"

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "switch/runtime/shm_switch_runtime.hpp"
-#include "fabric/config/topology_config.hpp"
 
 namespace ethx {
 namespace {

@@ -185,8 +185,7 @@ TEST_P(FrameSocketPingPong, ThousandFabricFramesRoundTripWithCheckedContent) {
     while (sink.frames.empty()) {
       a->receive(1, sink);
       if (!sink.frames.empty()) break;
-      ASSERT_LT(monotonic_ns() - start, 2'000'000'000)
-          << "reply " << sequence << " lost";
+      ASSERT_LT(monotonic_ns() - start, 2'000'000'000) << "reply " << sequence << " lost";
       waiter.wait(
           fds, [&] { return a->has_input(); }, 100'000'000);
     }

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/config/fabric_names.hpp"
-#include "qemu-device/host/gpu_device.hpp"
+#include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "qemu-device/host/gpu_device.hpp"
 #include "switch/runtime/shm_switch_runtime.hpp"
 
 namespace ethx {

@@ -17,8 +17,8 @@
 #include "fabric/node/node_runtime.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "fabric/transport/shm/shm_node_port.hpp"
-#include "switch/runtime/shm_switch_runtime.hpp"
 #include "packet-engine/wire.hpp"
+#include "switch/runtime/shm_switch_runtime.hpp"
 
 namespace ethx {
 namespace {

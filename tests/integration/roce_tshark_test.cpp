@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "fabric/transport/net/af_packet_socket.hpp"
 #include "fabric/platform/child_process.hpp"
 #include "fabric/transport/doorbell.hpp"
+#include "fabric/transport/net/af_packet_socket.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
-#include "fabric/transport/node_port.hpp"
 #include "fabric/transport/net/privileges.hpp"
+#include "fabric/transport/node_port.hpp"
 #include "packet-engine/roce/roce_node.hpp"
 
 namespace ethx {

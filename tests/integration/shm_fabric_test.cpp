@@ -9,11 +9,11 @@
 #include <memory>
 #include <thread>
 
-#include "fabric/workloads/bench_workloads.hpp"
 #include "fabric/transport/doorbell.hpp"
-#include "fabric/workloads/memory_pattern.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "fabric/transport/shm/shm_node_port.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
+#include "fabric/workloads/memory_pattern.hpp"
 #include "switch/runtime/shm_switch_runtime.hpp"
 
 namespace ethx {

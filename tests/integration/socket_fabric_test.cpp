@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "fabric/transport/net/af_packet_socket.hpp"
-#include "fabric/workloads/bench_workloads.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/privileges.hpp"
+#include "fabric/workloads/bench_workloads.hpp"
 #include "switch/runtime/socket_switch_runtime.hpp"
 #ifdef ETHX_HAVE_XDP
 #include "fabric/transport/net/afxdp_socket.hpp"

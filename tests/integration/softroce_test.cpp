@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/vm/guest_agent.hpp"
-#include "fabric/transport/net/netns_topology.hpp"
-#include "fabric/control/run_state.hpp"
+#include "fabric/bench/vm_bench.hpp"
 #include "fabric/compare/softroce_interop.hpp"
 #include "fabric/compare/softroce_suite.hpp"
-#include "fabric/bench/vm_bench.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/vm_plan.hpp"
 #include "tests/integration/vm_test_support.hpp"
 

@@ -21,13 +21,13 @@
 #include <string>
 #include <thread>
 
-#include "fabric/transport/shm/control_region.hpp"
-#include "fabric/control/fabric_client.hpp"
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/control/fabric_client.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/privileges.hpp"
-#include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
+#include "fabric/transport/shm/control_region.hpp"
+#include "fabric/transport/shm/shm_fabric_region.hpp"
 #include "tests/integration/cli_test_support.hpp"
 
 namespace ethx {

@@ -7,14 +7,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "fabric/bench/compare_wire.hpp"
 #include "fabric/compare/compare_model.hpp"
 #include "fabric/compare/compare_report.hpp"
 #include "fabric/compare/compare_systems.hpp"
-#include "fabric/bench/compare_wire.hpp"
-#include "fabric/node/roce_addressing.hpp"
-#include "fabric/node/roce_host.hpp"
 #include "fabric/compare/softroce_suite.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/node/roce_addressing.hpp"
+#include "fabric/node/roce_host.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 #include "packet-engine/wire.hpp"
 

@@ -84,11 +84,10 @@ TEST(GpuRegisterMap, EveryStatusCodeAndErrorBitHasAName) {
 
   ASSERT_EQ(guest::kErrorBitNames.size(), std::size_t{ETHX_ERROR_BIT_COUNT});
   for (const char* name : guest::kErrorBitNames) EXPECT_NE(name, nullptr);
-  const std::uint32_t bits[] = {ETHX_ERROR_BAD_REGISTER, ETHX_ERROR_OUT_OF_WINDOW,
-                                ETHX_ERROR_NO_RIGHTS,    ETHX_ERROR_TIMEOUT,
-                                ETHX_ERROR_REMOTE_ERROR, ETHX_ERROR_BAD_WIDTH,
-                                ETHX_ERROR_UNREACHABLE,  ETHX_ERROR_NO_FABRIC,
-                                ETHX_ERROR_COPY_BUSY};
+  const std::uint32_t bits[] = {
+      ETHX_ERROR_BAD_REGISTER, ETHX_ERROR_OUT_OF_WINDOW, ETHX_ERROR_NO_RIGHTS,
+      ETHX_ERROR_TIMEOUT,      ETHX_ERROR_REMOTE_ERROR,  ETHX_ERROR_BAD_WIDTH,
+      ETHX_ERROR_UNREACHABLE,  ETHX_ERROR_NO_FABRIC,     ETHX_ERROR_COPY_BUSY};
   std::uint32_t all = 0;
   for (std::uint32_t bit : bits) {
     EXPECT_EQ(all & bit, 0u) << "two ERROR bits share bit " << bit;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/config/topology_config.hpp"
 #include "fabric/control/run_state.hpp"
 #include "fabric/control/switch_launch.hpp"
-#include "fabric/config/topology_config.hpp"
+#include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/vm/vm_plan.hpp"
 #include "switch/core/switch_core.hpp"
 

@@ -9,14 +9,14 @@
 #include <filesystem>
 #include <vector>
 
-#include "switch/runtime/bare_forwarder.hpp"
-#include "fabric/platform/child_process.hpp"
 #include "fabric/bench/forwarding_probe.hpp"
-#include "switch/runtime/periodic_hook.hpp"
+#include "fabric/control/run_state.hpp"
+#include "fabric/platform/child_process.hpp"
 #include "fabric/platform/process_identity.hpp"
 #include "fabric/platform/readiness_pipe.hpp"
-#include "fabric/control/run_state.hpp"
 #include "packet-engine/wire.hpp"
+#include "switch/runtime/bare_forwarder.hpp"
+#include "switch/runtime/periodic_hook.hpp"
 
 namespace ethx {
 namespace {

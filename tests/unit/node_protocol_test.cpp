@@ -64,10 +64,10 @@ T filled() {
 }
 
 // The messages that are not commands (each command's Result is covered with its command).
-using Results = std::tuple<LatencyResult, ThroughputResult, EchoAndLoadResult, LinkStats,
-                           NodeStats, SoakResult, RoceCounterSummary, RoceInfo, CreatedQp,
-                           RoceCreateResult, RoceConnectResult, RoceDestroyResult,
-                           RoceMessageRateResult, BadRkeyProbeResult>;
+using Results =
+    std::tuple<LatencyResult, ThroughputResult, EchoAndLoadResult, LinkStats, NodeStats, SoakResult,
+               RoceCounterSummary, RoceInfo, CreatedQp, RoceCreateResult, RoceConnectResult,
+               RoceDestroyResult, RoceMessageRateResult, BadRkeyProbeResult>;
 
 template <class Command>
 void expect_command_round_trip() {

@@ -15,10 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/doorbell.hpp"
 #include "fabric/transport/shm/frame_ring.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
-#include "fabric/platform/shm_file.hpp"
 
 namespace ethx::shm {
 namespace {

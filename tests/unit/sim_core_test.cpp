@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
 #include "fabric/sim/sim_link.hpp"
 #include "fabric/sim/sim_topology.hpp"
-#include "fabric/config/topology_config.hpp"
 #include "packet-engine/wire.hpp"
 #include "switch/core/switch_core.hpp"
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <string>
 
+#include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_command.hpp"
 #include "fabric/sim/sim_fabric.hpp"
-#include "fabric/config/topology_config.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx::sim {

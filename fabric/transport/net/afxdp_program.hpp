@@ -1,6 +1,6 @@
-// ethx's own XDP program (fabric/transport/net/xdp/ethx_xdp.c, compiled to BPF at build time), loaded and
-// attached through libxdp on one interface. Node mode redirects only ethx EtherTypes (and
-// RoCEv2 if asked) to the interface's AF_XDP socket; switch-port mode redirects every frame.
+// ethx's own XDP program (fabric/transport/net/xdp/ethx_xdp.c, compiled to BPF at build time),
+// loaded and attached through libxdp on one interface. Node mode redirects only ethx EtherTypes
+// (and RoCEv2 if asked) to the interface's AF_XDP socket; switch-port mode redirects every frame.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@ struct xdp_program;
 
 namespace ethx {
 
-// Keys and flags of the program's ethx_config map; keep in sync with fabric/transport/net/xdp/ethx_xdp.c.
+// Keys and flags of the program's ethx_config map; keep in sync with
+// fabric/transport/net/xdp/ethx_xdp.c.
 inline constexpr std::uint32_t kXdpConfigFlags = 0;
 inline constexpr std::uint32_t kXdpConfigMaxFrame = 1;
 inline constexpr std::uint32_t kXdpFlagSwitchPort = 0x1;

@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "fabric/transport/doorbell.hpp"
 #include "fabric/platform/shm_file.hpp"
+#include "fabric/transport/doorbell.hpp"
 
 namespace ethx {
 

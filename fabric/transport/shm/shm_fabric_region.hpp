@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/doorbell.hpp"
 #include "fabric/transport/shm/frame_ring.hpp"
-#include "fabric/platform/shm_file.hpp"
 
 namespace ethx::shm {
 
