@@ -131,10 +131,6 @@ void print_table(const json& report, const LoadStoreBenchPlan& plan) {
 constexpr GpuId kRequester = 0;
 constexpr GpuId kTarget = 1;
 
-std::uint64_t rounded(double value) {
-  return static_cast<std::uint64_t>(std::llround(value));
-}
-
 // "64 B", "4 KiB".
 std::string size_text(std::uint64_t bytes) {
   return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB" : std::to_string(bytes) + " B";

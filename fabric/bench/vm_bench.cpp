@@ -72,9 +72,9 @@ class EchoBaseline {
 
   json result() const {
     json rounds = json::array();
-    for (double p50 : p50_ns_) rounds.push_back(static_cast<std::uint64_t>(p50 + 0.5));
-    return {{"p50", static_cast<std::uint64_t>(median(p50_ns_) + 0.5)},
-            {"p99", static_cast<std::uint64_t>(median(p99_ns_) + 0.5)},
+    for (double p50 : p50_ns_) rounds.push_back(rounded(p50));
+    return {{"p50", rounded(median(p50_ns_))},
+            {"p99", rounded(median(p99_ns_))},
             {"round_p50s", rounds}};
   }
 
@@ -182,7 +182,7 @@ int run_vm_bench(const BenchOptions& options) {
   std::vector<std::string> failures;
   std::uint64_t verified = 0, mismatches = 0, errors = 0;
   auto account = [&](std::size_t vm, const std::string& command, const GuestBlock& block) {
-    const json result = guest_json(block.output);
+    json result = guest_json(block.output);
     verified += sum_key(result, "verified_ops");
     mismatches += sum_key(result, "mismatches");
     errors += sum_key(result, "errors");
@@ -301,20 +301,19 @@ int run_vm_bench(const BenchOptions& options) {
   report["gpus_per_vm"] = target.gpus_per_vm;
   report["transport"] = target.transport;
   report["fabric"] = attached ? name : std::string();
-  const auto as_int = [](double value) { return static_cast<std::uint64_t>(value + 0.5); };
   report["load_latency_ns"] = {
-      {"p50", as_int(median_of(latency_passes, {"latency", "window_load", "p50_ns"}))},
-      {"p99", as_int(median_of(latency_passes, {"latency", "window_load", "p99_ns"}))}};
-  report["mmio_trap_ns"] = as_int(median_of(latency_passes, {"mmio_trap_ns"}));
+      {"p50", rounded(median_of(latency_passes, {"latency", "window_load", "p50_ns"}))},
+      {"p99", rounded(median_of(latency_passes, {"latency", "window_load", "p99_ns"}))}};
+  report["mmio_trap_ns"] = rounded(median_of(latency_passes, {"mmio_trap_ns"}));
   report["hbm_load_ns"] = {
-      {"p50", as_int(median_of(benches, {"latency", "local_hbm_load", "p50_ns"}))},
-      {"p99", as_int(median_of(benches, {"latency", "local_hbm_load", "p99_ns"}))}};
+      {"p50", rounded(median_of(benches, {"latency", "local_hbm_load", "p50_ns"}))},
+      {"p99", rounded(median_of(benches, {"latency", "local_hbm_load", "p99_ns"}))}};
   json passes = json::array();
   for (std::size_t i = 0; i < latency_passes.size(); ++i) {
     passes.push_back({{"vm", i % target.vms},
                       {"load_p50_ns",
-                       as_int(number_at(latency_passes[i], {"latency", "window_load", "p50_ns"}))},
-                      {"trap_ns", as_int(number_at(latency_passes[i], {"mmio_trap_ns"}))}});
+                       rounded(number_at(latency_passes[i], {"latency", "window_load", "p50_ns"}))},
+                      {"trap_ns", rounded(number_at(latency_passes[i], {"mmio_trap_ns"}))}});
   }
   report["latency_passes"] = passes;
   report["baseline"] =

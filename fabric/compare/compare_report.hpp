@@ -13,8 +13,9 @@
 
 namespace ethx {
 
-// NOLINTNEXTLINE(bugprone-exception-escape): clang-tidy 14 reports nlohmann::json's throwing
-// default constructor through the implicit special members; nothing here is noexcept.
+// clang-tidy 14 reports nlohmann::json's throwing default constructor through the implicit
+// special members; nothing here is noexcept.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct CompareInputs {
   std::vector<nlohmann::json> systems;  // the common schema (compare_systems.hpp)
   nlohmann::json model;                 // model_figures(), or null when not computed

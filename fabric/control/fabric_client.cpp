@@ -58,6 +58,7 @@ nlohmann::json FabricClient::run(GpuId node, const nlohmann::json& command) {
 std::vector<nlohmann::json> FabricClient::run_parallel(
     const std::vector<std::pair<GpuId, nlohmann::json>>& commands) {
   std::vector<std::uint32_t> sequences;
+  sequences.reserve(commands.size());
   for (const auto& [node, command] : commands) sequences.push_back(post(node, command.dump()));
   std::vector<nlohmann::json> results;
   for (std::size_t i = 0; i < commands.size(); ++i) {

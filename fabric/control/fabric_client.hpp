@@ -40,6 +40,7 @@ class FabricClient {
   std::vector<typename Command::Result> call_parallel(
       const std::vector<std::pair<GpuId, Command>>& commands) {
     std::vector<std::pair<GpuId, nlohmann::json>> posted;
+    posted.reserve(commands.size());
     for (const auto& [node, command] : commands) {
       posted.emplace_back(node, protocol::command_json(command));
     }

@@ -130,8 +130,8 @@ RawPingPongResult measure_raw_pingpong(std::string_view transport, const std::st
     p99s.push_back(static_cast<double>(percentile(samples, 99)));
     result.samples += samples_per_round;
   }
-  result.p50_ns = static_cast<std::uint64_t>(std::llround(median(p50s)));
-  result.p99_ns = static_cast<std::uint64_t>(std::llround(median(p99s)));
+  result.p50_ns = rounded(median(p50s));
+  result.p99_ns = rounded(median(p99s));
   return result;
 }
 

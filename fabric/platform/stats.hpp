@@ -18,6 +18,11 @@ inline std::uint64_t percentile(std::vector<std::uint64_t>& samples, double p) {
   return samples[index];
 }
 
+// A non-negative figure (a percentile of nanoseconds, say) rounded to the nearest integer.
+inline std::uint64_t rounded(double value) {
+  return static_cast<std::uint64_t>(std::llround(value));
+}
+
 inline double median(std::vector<double> values) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());

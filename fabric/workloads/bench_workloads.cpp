@@ -125,7 +125,8 @@ void BenchWorkloads::sample_load(GpuId peer, std::uint64_t offset, std::uint32_t
     Completion completion = node_.wait_for_completion();
     ok = completion.ok();
     if (ok) {
-      std::copy(completion.data.begin(), completion.data.end(), data.begin() + filled);
+      std::copy(completion.data.begin(), completion.data.end(),
+                data.begin() + static_cast<std::ptrdiff_t>(filled));
       filled += completion.data.size();
     }
   }

@@ -175,7 +175,8 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
 
   // (b) Store bandwidth: 8-byte stores; the load of the last word completes after all of them
   // (one destination: performed in order, a read sees earlier writes).
-  const std::uint64_t store_bytes = std::min<std::uint64_t>(quick ? 256 * 1024 : kMiB, slot / 2);
+  const std::uint64_t store_bytes =
+      std::min<std::uint64_t>(quick ? std::uint64_t{256} * 1024 : kMiB, slot / 2);
   const std::uint64_t store_words = store_bytes / 8;
   const std::uint64_t store_start = now_ns();
   for (std::uint64_t i = 0; i < store_words; ++i) {

@@ -137,7 +137,7 @@ void SocketSwitchRuntime::run(const std::function<bool()>& should_stop) {
     if (commands_.poll(core_)) periodic_.note_activity();
     if (step()) {
       periodic_.note_activity();
-      if (periodic_.enabled()) periodic_.poll(monotonic_now_ns());
+      if (periodic_.enabled()) periodic_.poll(monotonic_ns());
       continue;
     }
     // With frames held for a busy port, block only briefly: its completions do not wake us.
@@ -146,9 +146,10 @@ void SocketSwitchRuntime::run(const std::function<bool()>& should_stop) {
     const TimeNs release = core_.next_release_ns();
     const std::int64_t until_release_ns =
         release == kNoRelease ? -1 : static_cast<std::int64_t>(release > now ? release - now : 0);
-    const std::int64_t timeout_ns = PeriodicHook::shorter(
-        PeriodicHook::shorter(pending_.empty() ? -1 : 100'000, periodic_.poll(now)),
-        until_release_ns);
+    const std::int64_t timeout_ns =
+        PeriodicHook::shorter(PeriodicHook::shorter(pending_.empty() ? -1 : 100'000,
+                                                    periodic_.poll(static_cast<std::int64_t>(now))),
+                              until_release_ns);
     waiter_.wait(
         fds, [this, &should_stop] { return should_stop() || has_work(); }, timeout_ns);
     std::uint64_t drained = 0;
