@@ -139,8 +139,10 @@ TEST(NodeProtocol, AbsentOptionalFieldsTakeTheirDefaults) {
   EXPECT_EQ(load.count, 5u);
   EXPECT_EQ(load.bytes, 8u);
   EXPECT_EQ(load.seed, 1u);
-  const auto& rate = std::get<RoceMessageRateCommand>(
-      parse_command(R"({"op": "roce_message_rate", "peer": 1, "count": 100})"));
+  // Keep the parsed command alive: std::get on the temporary would leave `rate` dangling.
+  const NodeCommand rate_command =
+      parse_command(R"({"op": "roce_message_rate", "peer": 1, "count": 100})");
+  const auto& rate = std::get<RoceMessageRateCommand>(rate_command);
   EXPECT_EQ(rate.batch, 1u);
   EXPECT_EQ(rate.outstanding, 64u);
 }
