@@ -23,6 +23,8 @@ void Endpoint::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& e
     ++counters_.misdelivered;
     return;
   }
+  // Any valid frame from a GPU proves it alive, duplicates and ACKs included.
+  requester_.on_peer_frame(view.src_gpu);
   if (!links_.on_receive(view, now, effects)) return;
   wire::TxnCursor cursor(view);
   wire::TxnView txn;

@@ -27,6 +27,23 @@ struct ReliabilityConfig {
 
 inline constexpr std::uint32_t kMaxWindowFrames = 255;
 
+// Peer liveness in the requester (requester.hpp, docs/reliability.md "When a component dies").
+struct LivenessConfig {
+  // Consecutive request timeouts to one GPU, with no frame from it in between, that mark it
+  // down; 0 never marks a peer down. 3: one timeout may be a single lost frame on an
+  // unsequenced link or a peer descheduled for a moment, three in a row with nothing heard
+  // back is a peer that is gone.
+  std::uint32_t down_after_timeouts = 3;
+  // The timeouts must fall within this window, so rare timeouts hours apart never add up.
+  // 10 s: a whole burst of requests to a dead peer times out within one request timeout (1 s
+  // in the emulator), and a serial caller needs K timeouts = 3 s.
+  TimeNs timeout_window_ns = 10'000'000'000;
+  // While a peer is down, one probe (a flush request) goes to it this often; its answer, or
+  // any other frame from the peer, brings it back up. 100 ms: a restarted GPU is reachable
+  // again within a tenth of a second, for one minimum-size frame per interval per down peer.
+  TimeNs probe_interval_ns = 100'000'000;
+};
+
 struct EngineConfig {
   GpuId self = 0;
   MacAddr self_mac = default_mac_for_gpu(0);
@@ -41,8 +58,14 @@ struct EngineConfig {
   TimeNs write_combine_ns = 0;
   Rights export_rights = kRightAll;  // what this GPU's completer lets remote GPUs do
   ReliabilityConfig reliability;
+  LivenessConfig liveness;
+  // Which start of this GPU's engine this is, carried in every frame header. The runtime picks
+  // a fresh one per start (the engine reads no clock or random source); peers that see it
+  // change reset the link state of the pair (reliable_links.hpp).
+  std::uint32_t incarnation = 0;
 };
 
-inline constexpr std::uint32_t kMaxOutstandingLimit = 4096;
+// Tags carry a 12-bit slot index; index 0xFFF is reserved for liveness probes.
+inline constexpr std::uint32_t kMaxOutstandingLimit = 4095;
 
 }  // namespace ethx

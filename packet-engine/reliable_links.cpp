@@ -175,7 +175,7 @@ void ReliableLinks::owe_ack(GpuId peer_id, TimeNs due_ns) {
 
 void ReliableLinks::send_control(GpuId dst, bool nak, Effects& effects) {
   control_builder_.start(wire::FrameAddress{config_.gpu_macs[dst], config_.self_mac, config_.self,
-                                            dst, config_.partition});
+                                            dst, config_.partition, config_.incarnation});
   std::uint32_t ack = 0;
   std::uint8_t credits = 0;
   take_ack_fields(dst, ack, credits);
@@ -195,6 +195,7 @@ bool ReliableLinks::on_receive(const wire::FrameView& frame, TimeNs now, Effects
     return true;  // unsequenced: the completer answers it with an error it can route or not
   }
   const GpuId src = frame.src_gpu;
+  check_incarnation(src, frame.incarnation, now, effects);
   if ((frame.flags & wire::kFlagAck) != 0) on_ack(src, frame, now, effects);
   if (!sequenced) return frame.txn_count > 0;
 
@@ -223,6 +224,38 @@ bool ReliableLinks::on_receive(const wire::FrameView& frame, TimeNs now, Effects
     send_control(src, true, effects);
   }
   return false;
+}
+
+void ReliableLinks::check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now,
+                                      Effects& effects) {
+  Peer& peer = peers_[src];
+  if (peer.incarnation_known && peer.incarnation != incarnation) {
+    ++counters_.peer_restarts;
+    reset_peer(src);
+    if (sequencing()) release_waiting(src, now, effects);
+  }
+  peer.incarnation_known = true;
+  peer.incarnation = incarnation;
+}
+
+void ReliableLinks::reset_peer(GpuId src) {
+  Peer& peer = peers_[src];
+  // What the old incarnation did not acknowledge may or may not have been performed before it
+  // died; sending it to the new one would perform it on memory that never saw the writes
+  // before it. Its requests time out instead. Frames still waiting for credit were never
+  // sent, so they go to the new incarnation, numbered from 1.
+  frames_unacked_ -= peer.unacked.size();
+  peer.unacked.clear();
+  peer.next_seq = 1;
+  peer.credits = credit_byte(config_.reliability.window_frames);
+  peer.retransmit_timeout_ns = config_.reliability.retransmit_timeout_ns;
+  peer.smoothed_rtt_ns = 0;
+  peer.rtt_variation_ns = 0;
+  peer.probing = false;
+  peer.expected_seq = 1;
+  peer.delivered_since_ack = 0;
+  peer.ack_owed = false;
+  peer.nak_sent = false;
 }
 
 void ReliableLinks::poll(TimeNs now, Effects& effects) {

@@ -23,6 +23,12 @@
 // going back to the peer, or leave alone after ack_delay_ns or when half the credits are used.
 // So each GPU chooses for its own sending link whether it is sequenced, and every receiver
 // serves both kinds: docs/reliability.md.
+//
+// Restarts: every frame carries its sender's incarnation (EngineConfig::incarnation). A frame
+// from a peer whose incarnation differs from the one last seen means the peer's engine was
+// started again and numbers its frames from 1: the pair's state is reset in both directions
+// (frames still unacknowledged by the old incarnation are dropped, their requests time out;
+// both sequences start at 1) instead of taking the new frames for duplicates.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +57,7 @@ struct LinkCounters {
   std::uint64_t duplicates_dropped = 0;  // sequence older than expected
   std::uint64_t gaps_dropped = 0;        // sequence newer than expected (a frame was lost)
   std::uint64_t unknown_peer = 0;        // sequenced frame from a GPU id outside the fabric
+  std::uint64_t peer_restarts = 0;       // a peer's incarnation changed: the pair was reset
 };
 
 class ReliableLinks {
@@ -103,6 +110,9 @@ class ReliableLinks {
     TimeNs ack_due_ns = 0;
     bool nak_sent = false;  // one NAK per gap: cleared when the expected frame arrives
     bool active = false;    // listed in active_ (has timers to run)
+    // The peer's incarnation, once a frame from it has been seen.
+    bool incarnation_known = false;
+    std::uint32_t incarnation = 0;
   };
 
   // Flags, ack and credits a frame to `dst` carries now; clears the owed ACK they settle.
@@ -126,6 +136,9 @@ class ReliableLinks {
   void owe_ack(GpuId peer, TimeNs due_ns);
   void sample_rtt(Peer& peer, TimeNs rtt_ns);
   void activate(GpuId peer);
+  // A frame from `src` carries `incarnation`: a new one resets the pair.
+  void check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now, Effects& effects);
+  void reset_peer(GpuId src);
 
   const EngineConfig& config_;
   std::vector<Peer> peers_;    // indexed by GpuId

@@ -8,6 +8,9 @@ namespace {
 
 constexpr unsigned kTagIndexBits = 12;
 constexpr std::uint16_t kTagIndexMask = (1u << kTagIndexBits) - 1;
+// Liveness probes carry this tag; no slot has its index (kMaxOutstandingLimit < 0xFFF + 1).
+constexpr std::uint16_t kProbeTag = kTagIndexMask;
+static_assert(kMaxOutstandingLimit <= kProbeTag);
 
 std::uint16_t make_tag(std::uint16_t index, std::uint8_t generation) {
   return static_cast<std::uint16_t>((generation & 0xF) << kTagIndexBits | index);
@@ -28,7 +31,7 @@ wire::Opcode atomic_opcode(AtomicOp op) {
 }  // namespace
 
 Requester::Requester(const EngineConfig& config, TxFramer& framer)
-    : config_(config), framer_(framer) {
+    : config_(config), framer_(framer), liveness_(config.gpu_macs.size()) {
   const std::uint32_t slots =
       std::clamp<std::uint32_t>(config.max_outstanding, 1, kMaxOutstandingLimit);
   slots_.resize(slots);
@@ -87,10 +90,7 @@ std::uint16_t Requester::take_tag(OpId op, GpuId dst, wire::Opcode expected, std
 OpId Requester::read(GpuId dst, std::uint64_t address, std::uint32_t length, TimeNs now,
                      Effects& effects) {
   const OpId id = begin_op(OpKind::kRead, dst, address, now);
-  if (!dst_known(dst)) {
-    fail_now(id, wire::Status::kUnreachable, address, now);
-    return id;
-  }
+  if (fail_if_unreachable(id, dst, address, now)) return id;
   if (length == 0) {
     fail_now(id, wire::Status::kBadRequest, address, now);
     return id;
@@ -118,10 +118,7 @@ OpId Requester::read(GpuId dst, std::uint64_t address, std::uint32_t length, Tim
 OpId Requester::write(GpuId dst, std::uint64_t address, std::span<const std::byte> data, TimeNs now,
                       Effects& effects) {
   const OpId id = begin_op(OpKind::kWrite, dst, address, now);
-  if (!dst_known(dst)) {
-    fail_now(id, wire::Status::kUnreachable, address, now);
-    return id;
-  }
+  if (fail_if_unreachable(id, dst, address, now)) return id;
   if (data.empty()) {
     fail_now(id, wire::Status::kBadRequest, address, now);
     return id;
@@ -151,6 +148,10 @@ OpId Requester::write(GpuId dst, std::uint64_t address, std::span<const std::byt
 bool Requester::write_posted(GpuId dst, std::uint64_t address, std::span<const std::byte> data,
                              TimeNs now, Effects& effects) {
   if (!dst_known(dst) || data.empty()) return false;
+  if (peer_down(dst)) {
+    ++counters_.posted_writes_dropped;
+    return false;
+  }
   ++counters_.posted_writes;
   counters_.posted_bytes += data.size();
   if (framer_.try_extend_posted_write(dst, address, data)) {
@@ -174,10 +175,7 @@ bool Requester::write_posted(GpuId dst, std::uint64_t address, std::span<const s
 OpId Requester::atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8_t width_bytes,
                        std::uint64_t operand, std::uint64_t compare, TimeNs now, Effects& effects) {
   const OpId id = begin_op(OpKind::kAtomic, dst, address, now);
-  if (!dst_known(dst)) {
-    fail_now(id, wire::Status::kUnreachable, address, now);
-    return id;
-  }
+  if (fail_if_unreachable(id, dst, address, now)) return id;
   if (width_bytes != 4 && width_bytes != 8) {
     fail_now(id, wire::Status::kBadRequest, address, now);
     return id;
@@ -204,10 +202,7 @@ OpId Requester::atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8
 
 OpId Requester::flush(GpuId dst, TimeNs now, Effects& effects) {
   const OpId id = begin_op(OpKind::kFlush, dst, 0, now);
-  if (!dst_known(dst)) {
-    fail_now(id, wire::Status::kUnreachable, 0, now);
-    return id;
-  }
+  if (fail_if_unreachable(id, dst, 0, now)) return id;
   if (free_tags_.empty()) {
     ++counters_.busy_rejects;
     fail_now(id, wire::Status::kBusy, 0, now);
@@ -219,7 +214,20 @@ OpId Requester::flush(GpuId dst, TimeNs now, Effects& effects) {
   return id;
 }
 
+bool Requester::fail_if_unreachable(OpId id, GpuId dst, std::uint64_t address, TimeNs now) {
+  if (dst_known(dst) && !liveness_[dst].down) return false;
+  if (dst_known(dst)) ++counters_.ops_fast_failed;
+  fail_now(id, wire::Status::kUnreachable, address, now);
+  return true;
+}
+
 void Requester::on_response(GpuId src, const wire::TxnView& txn, TimeNs now) {
+  if (txn.tag == kProbeTag) {
+    // Any answer will do (a flush response, or an error): the frame that carried it has
+    // already marked the peer up through on_peer_frame().
+    ++counters_.probes_answered;
+    return;
+  }
   const std::uint16_t index = txn.tag & kTagIndexMask;
   const auto generation = static_cast<std::uint8_t>(txn.tag >> kTagIndexBits);
   if (index >= slots_.size()) {
@@ -297,7 +305,50 @@ void Requester::poll(TimeNs now, Effects& effects) {
     }
     deadlines_.pop_front();
     ++counters_.timeouts;
+    note_timeout(slot.dst, now);
     resolve_fragment(index, wire::Status::kTimeout, slot.address, now);
+  }
+  probe_down_peers(now, effects);
+}
+
+void Requester::on_peer_frame(GpuId src) {
+  if (!dst_known(src)) return;
+  PeerLiveness& peer = liveness_[src];
+  peer.timeouts_in_row = 0;
+  if (!peer.down) return;
+  peer.down = false;
+  ++counters_.peers_marked_up;
+  down_peers_.erase(std::find(down_peers_.begin(), down_peers_.end(), src));
+}
+
+void Requester::note_timeout(GpuId dst, TimeNs now) {
+  const std::uint32_t limit = config_.liveness.down_after_timeouts;
+  PeerLiveness& peer = liveness_[dst];
+  if (limit == 0 || peer.down) return;
+  if (peer.timeouts_in_row == 0 ||
+      now - peer.first_timeout_ns > config_.liveness.timeout_window_ns) {
+    peer.timeouts_in_row = 0;
+    peer.first_timeout_ns = now;
+  }
+  if (++peer.timeouts_in_row < limit) return;
+  peer.down = true;
+  peer.next_probe_ns = now + config_.liveness.probe_interval_ns;
+  ++counters_.peers_marked_down;
+  down_peers_.push_back(dst);
+}
+
+void Requester::probe_down_peers(TimeNs now, Effects& effects) {
+  for (const GpuId dst : down_peers_) {
+    PeerLiveness& peer = liveness_[dst];
+    if (now >= peer.next_probe_ns) {
+      // A flush has no side effect on the peer and is always answered.
+      framer_.append(dst,
+                     wire::TxnFields{wire::Opcode::kFlushReq, wire::Status::kOk, kProbeTag, 0, 0},
+                     0, true, now, effects);
+      ++counters_.probes_sent;
+      peer.next_probe_ns = now + config_.liveness.probe_interval_ns;
+    }
+    effects.wake_no_later_than(peer.next_probe_ns);
   }
 }
 

@@ -6,6 +6,14 @@
 // leave in issue order and the completer performs them in arrival order, so posted writes to
 // one destination are performed in order, a read after a write to the same address returns
 // the written data, and a flush completes after every earlier write to that destination.
+//
+// Peer liveness (EngineConfig::liveness): after `down_after_timeouts` request timeouts in a row
+// to one GPU within `timeout_window_ns`, with no frame from it in between, that GPU is marked
+// down. Reads, writes, atomics and flushes to a down GPU then complete at once with
+// kUnreachable and posted writes to it are dropped (and counted), instead of each waiting a
+// whole request timeout. While it is down, poll() sends it a probe (a flush with a reserved
+// tag) every `probe_interval_ns`; the probe's answer, or any other frame from the GPU
+// (on_peer_frame()), marks it up again.
 #pragma once
 
 #include <cstddef>
@@ -50,9 +58,15 @@ struct RequesterCounters {
   std::uint64_t posted_bytes = 0;
   std::uint64_t writes_combined = 0;  // posted writes merged into the previous transaction
   std::uint64_t timeouts = 0;
-  std::uint64_t busy_rejects = 0;     // no free tag
-  std::uint64_t stale_responses = 0;  // tag not outstanding, wrong generation or wrong sender
-  std::uint64_t bad_responses = 0;    // opcode or length does not match the request
+  std::uint64_t busy_rejects = 0;           // no free tag
+  std::uint64_t stale_responses = 0;        // tag not outstanding, wrong generation or wrong sender
+  std::uint64_t bad_responses = 0;          // opcode or length does not match the request
+  std::uint64_t peers_marked_down = 0;      // liveness: up -> down transitions
+  std::uint64_t peers_marked_up = 0;        // liveness: down -> up transitions
+  std::uint64_t ops_fast_failed = 0;        // completed at once with kUnreachable: peer down
+  std::uint64_t posted_writes_dropped = 0;  // posted writes not sent: peer down
+  std::uint64_t probes_sent = 0;
+  std::uint64_t probes_answered = 0;
 };
 
 class Requester {
@@ -72,14 +86,22 @@ class Requester {
   OpId atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8_t width_bytes,
               std::uint64_t operand, std::uint64_t compare, TimeNs now, Effects& effects);
   OpId flush(GpuId dst, TimeNs now, Effects& effects);
-  // Posted: no completion. False (and nothing sent) if dst is unknown or data is empty.
+  // Posted: no completion. False (and nothing sent) if dst is unknown or down, or data is
+  // empty.
   bool write_posted(GpuId dst, std::uint64_t address, std::span<const std::byte> data, TimeNs now,
                     Effects& effects);
 
   // A response transaction from `src` arrived.
   void on_response(GpuId src, const wire::TxnView& txn, TimeNs now);
-  // Expires requests past their deadline; asks to be woken for the next one.
+  // A valid frame from `src` arrived (any frame: it proves the GPU is alive).
+  void on_peer_frame(GpuId src);
+  // Expires requests past their deadline and probes down peers; asks to be woken for the next
+  // deadline or probe.
   void poll(TimeNs now, Effects& effects);
+
+  bool peer_down(GpuId gpu) const { return gpu < liveness_.size() && liveness_[gpu].down; }
+  // The GPUs marked down, in the order they went down.
+  const std::vector<GpuId>& down_peers() const { return down_peers_; }
 
   std::optional<Completion> take_completion();
   bool has_completion() const { return !completions_.empty(); }
@@ -105,6 +127,12 @@ class Requester {
     TimeNs at_ns;
     std::uint16_t tag;
   };
+  struct PeerLiveness {
+    std::uint32_t timeouts_in_row = 0;
+    TimeNs first_timeout_ns = 0;  // of the current run of timeouts
+    bool down = false;
+    TimeNs next_probe_ns = 0;  // while down
+  };
 
   OpId begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now);
   void fail_now(OpId id, wire::Status status, std::uint64_t fault_addr, TimeNs now);
@@ -113,6 +141,10 @@ class Requester {
   void resolve_fragment(std::uint16_t index, wire::Status status, std::uint64_t fault_addr,
                         TimeNs now);
   bool dst_known(GpuId dst) const { return dst < config_.gpu_macs.size(); }
+  // Fails `id` at once if `dst` is unknown or down; true if it did.
+  bool fail_if_unreachable(OpId id, GpuId dst, std::uint64_t address, TimeNs now);
+  void note_timeout(GpuId dst, TimeNs now);
+  void probe_down_peers(TimeNs now, Effects& effects);
 
   const EngineConfig& config_;
   TxFramer& framer_;
@@ -121,6 +153,8 @@ class Requester {
   std::deque<Deadline> deadlines_;       // issue order == deadline order
   std::unordered_map<OpId, PendingOp> ops_;
   std::deque<Completion> completions_;
+  std::vector<PeerLiveness> liveness_;  // indexed by GpuId
+  std::vector<GpuId> down_peers_;
   OpId next_op_ = 1;
   RequesterCounters counters_;
 };

@@ -15,7 +15,7 @@ TxFramer::TxFramer(const EngineConfig& config, ReliableLinks& links)
 void TxFramer::open(GpuId dst, TimeNs now) {
   OpenFrame& frame = frames_[dst];
   frame.builder.start(wire::FrameAddress{config_.gpu_macs[dst], config_.self_mac, config_.self, dst,
-                                         config_.partition});
+                                         config_.partition, config_.incarnation});
   frame.opened_ns = now;
   frame.urgent = false;
   open_dsts_.push_back(dst);

@@ -205,6 +205,7 @@ DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out) {
   out.seq = header.seq.value();
   out.ack = header.ack.value();
   out.txn_count = header.txn_count.value();
+  out.incarnation = header.incarnation.value();
   out.body = frame.subspan(kBodyOffset, body_bytes);
   if (out.txn_count == 0) {
     // Only a link control frame (an ACK or NAK, never sequenced) may carry no transactions.
@@ -298,6 +299,7 @@ Frame FrameBuilder::finish(std::uint8_t flags, std::uint32_t seq, std::uint32_t 
   header.credits = credits;
   header.seq = seq;
   header.ack = ack;
+  header.incarnation = address_.incarnation;
   store(std::span<std::byte>(frame_), kEthernetHeaderBytes, header);
 
   be::big_uint32_buf_t crc;

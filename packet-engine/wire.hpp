@@ -2,7 +2,7 @@
 //
 // A fabric frame is an Ethernet II frame with EtherType 0x88B5 (IEEE 802 local experimental):
 //
-//   [Ethernet header 14 B][frame header 20 B][txn header 16 B + payload]...[CRC-32C 4 B]
+//   [Ethernet header 14 B][frame header 24 B][txn header 16 B + payload]...[CRC-32C 4 B]
 //
 // Byte offsets are documented in docs/wire-format.md. All multi-byte fields are big-endian and
 // are read and written through Boost.Endian unaligned buffer types, copied in and out with
@@ -27,7 +27,8 @@ using Frame = std::vector<std::byte>;
 inline constexpr std::uint16_t kEtherTypeFabric = 0x88B5;  // IEEE 802 local experimental 1
 // Bare echo frames for baselines: the same path, no engine logic (local experimental 2).
 inline constexpr std::uint16_t kEtherTypeEcho = 0x88B6;
-inline constexpr std::uint8_t kVersion = 1;
+// 2: the frame header grew the sender's incarnation (a version-1 peer would misread it).
+inline constexpr std::uint8_t kVersion = 2;
 
 // ---- Packed wire structs: exact sizes, checked at compile time. ----------------------------
 
@@ -45,8 +46,12 @@ struct FrameHeader {
   be::big_uint8_buf_t credits;      // flow-control credits returned (valid with kFlagCredit)
   be::big_uint32_buf_t seq;         // sequence number (valid with kFlagSeq)
   be::big_uint32_buf_t ack;         // cumulative acknowledgement (valid with kFlagAck)
+  // Which start of the sender's engine sent this: a restarted GPU numbers its frames from 1
+  // again, and a new incarnation tells its peers to reset the pair instead of taking the
+  // frames for duplicates (reliable_links.hpp).
+  be::big_uint32_buf_t incarnation;
 };
-static_assert(sizeof(FrameHeader) == 20);
+static_assert(sizeof(FrameHeader) == 24);
 
 // One transaction; `payload_bytes` of payload follow it directly.
 struct TxnHeader {
@@ -63,9 +68,9 @@ using ethx::kEthernetHeaderBytes;
 inline constexpr std::size_t kFrameHeaderBytes = sizeof(FrameHeader);
 inline constexpr std::size_t kTxnHeaderBytes = sizeof(TxnHeader);
 inline constexpr std::size_t kCrcBytes = 4;
-inline constexpr std::size_t kBodyOffset = kEthernetHeaderBytes + kFrameHeaderBytes;  // 34
+inline constexpr std::size_t kBodyOffset = kEthernetHeaderBytes + kFrameHeaderBytes;  // 38
 // Bytes a frame carries besides its transactions.
-inline constexpr std::size_t kFrameOverheadBytes = kBodyOffset + kCrcBytes;  // 38
+inline constexpr std::size_t kFrameOverheadBytes = kBodyOffset + kCrcBytes;  // 42
 // An Ethernet frame is at least 60 B before the FCS; shorter frames are padded on the wire.
 inline constexpr std::size_t kMinEthernetFrameBytes = 60;
 // Wire time beyond the frame bytes: preamble+SFD 8 B, FCS 4 B, inter-frame gap 12 B (IEEE 802.3).
@@ -182,6 +187,7 @@ struct FrameView {
   std::uint32_t seq = 0;
   std::uint32_t ack = 0;
   std::uint8_t txn_count = 0;
+  std::uint32_t incarnation = 0;
   std::span<const std::byte> body;  // the transactions, validated by decode_frame
 };
 
@@ -219,6 +225,7 @@ struct FrameAddress {
   GpuId src_gpu = kInvalidGpu;
   GpuId dst_gpu = kInvalidGpu;
   std::uint16_t partition = 0;
+  std::uint32_t incarnation = 0;  // the sender's (EngineConfig::incarnation)
 };
 
 // Packs transactions into one frame of at most frame_bytes_max bytes.

@@ -100,7 +100,8 @@ enum ethx_gpu_status {
   ETHX_GPU_TIMEOUT = 3,       /* no response within fabric.request_timeout_ns */
   ETHX_GPU_REMOTE_ERROR = 4,  /* the target refused (bounds, partition, rights, alignment) */
   ETHX_GPU_BAD_WIDTH = 5,     /* not 1, 2, 4 or 8 bytes (atomics: 4 or 8), or a bad opcode */
-  ETHX_GPU_UNREACHABLE = 6,   /* the GPU is not in the fabric, or the device is going away */
+  ETHX_GPU_UNREACHABLE = 6,   /* not sent: the GPU is not in the fabric, is marked down after
+                                 repeated timeouts, or the device is going away */
   ETHX_GPU_INTERNAL = 7,      /* an unexpected failure inside the host library (see its log) */
 };
 #define ETHX_GPU_STATUS_COUNT 8

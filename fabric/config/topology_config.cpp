@@ -178,6 +178,18 @@ void read_reliability(const toml::value& node, const std::string& source, Topolo
       table.unsigned_field("ack_delay_ns", reliability.ack_delay_ns, 0, 1'000'000'000);
 }
 
+void read_liveness(const toml::value& node, const std::string& source, TopologyConfig& config) {
+  TableReader table(node, "liveness", source);
+  table.allow_only({"down_after_timeouts", "timeout_window_ns", "probe_interval_ns"});
+  LivenessConfig& liveness = config.liveness;
+  liveness.down_after_timeouts = static_cast<std::uint32_t>(
+      table.unsigned_field("down_after_timeouts", liveness.down_after_timeouts, 0, 1'000'000));
+  liveness.timeout_window_ns = table.unsigned_field("timeout_window_ns", liveness.timeout_window_ns,
+                                                    1000, 3'600'000'000'000);
+  liveness.probe_interval_ns = table.unsigned_field("probe_interval_ns", liveness.probe_interval_ns,
+                                                    1000, 3'600'000'000'000);
+}
+
 void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "link", source);
   table.allow_only({"rate_gbps", "propagation_ns"});
@@ -352,6 +364,7 @@ EngineConfig TopologyConfig::engine_config(GpuId self) const {
   engine.request_timeout_ns = request_timeout_ns;
   engine.write_combine_ns = write_combine_ns;
   engine.reliability = reliability;
+  engine.liveness = liveness;
   if (gpus.at(self).reliable) engine.reliability.enabled = *gpus.at(self).reliable;
   return engine;
 }
@@ -403,7 +416,8 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
     throw ConfigError(source_name + ": not valid TOML: " + error.what());
   }
   TableReader top(root, "", source_name);
-  top.allow_only({"fabric", "switch", "link", "sim", "gpu", "window", "fault", "reliability"});
+  top.allow_only(
+      {"fabric", "switch", "link", "sim", "gpu", "window", "fault", "reliability", "liveness"});
   TopologyConfig config;
   std::vector<std::pair<GpuId, GpuConfig>> overrides;
   if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
@@ -411,6 +425,7 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
   if (const auto* node = find_child(root, "reliability")) {
     read_reliability(*node, source_name, config);
   }
+  if (const auto* node = find_child(root, "liveness")) read_liveness(*node, source_name, config);
   if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
   if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
   if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);

@@ -59,6 +59,8 @@ struct TopologyConfig {
 
   // [reliability]: go-back-N for load/store frames (docs/reliability.md).
   ReliabilityConfig reliability;
+  // [liveness]: when a requester marks a peer down (docs/reliability.md).
+  LivenessConfig liveness;
 
   // [[fault]]: faults the switch injects on a GPU's port (docs/switch.md), and their seed.
   std::vector<std::pair<PortId, PortFaults>> faults;

@@ -89,6 +89,7 @@ struct LinkStats {
   std::uint64_t gaps_dropped = 0;
   std::uint64_t bad_acks = 0;
   std::uint64_t unknown_peer = 0;
+  std::uint64_t peer_restarts = 0;  // a peer's incarnation changed: the pair was reset
 
   bool operator==(const LinkStats&) const = default;
   static void fields(auto& self, auto& f) {
@@ -105,6 +106,7 @@ struct LinkStats {
     f.required("gaps_dropped", self.gaps_dropped);
     f.required("bad_acks", self.bad_acks);
     f.required("unknown_peer", self.unknown_peer);
+    f.optional("peer_restarts", self.peer_restarts);
   }
 };
 
@@ -122,6 +124,12 @@ struct NodeStats {
   std::uint64_t posted_write_errors = 0;
   std::uint64_t send_retries = 0;
   std::uint64_t foreign_frames = 0;
+  // Peer liveness (docs/reliability.md "When a component dies").
+  std::uint64_t peers_marked_down = 0;
+  std::uint64_t peers_marked_up = 0;
+  std::uint64_t ops_fast_failed = 0;  // completed at once with UNREACHABLE: the peer is down
+  std::uint64_t posted_writes_dropped = 0;
+  std::vector<GpuId> down_peers;  // the GPUs this node has marked down now
   LinkStats links;
 
   bool operator==(const NodeStats&) const = default;
@@ -138,6 +146,11 @@ struct NodeStats {
     f.required("posted_write_errors", self.posted_write_errors);
     f.required("send_retries", self.send_retries);
     f.required("foreign_frames", self.foreign_frames);
+    f.optional("peers_marked_down", self.peers_marked_down);
+    f.optional("peers_marked_up", self.peers_marked_up);
+    f.optional("ops_fast_failed", self.ops_fast_failed);
+    f.optional("posted_writes_dropped", self.posted_writes_dropped);
+    f.optional("down_peers", self.down_peers);
     f.required("links", self.links);
   }
 };

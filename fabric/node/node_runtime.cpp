@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <random>
 
 namespace ethx {
 namespace {
@@ -14,6 +15,15 @@ constexpr std::uint8_t kEchoReply = 2;
 // Echo payload: kind (1 B), pad, sequence (8 B); padded to a minimum-size frame.
 constexpr std::size_t kEchoPayloadBytes = 46;
 
+// The engine of this start of the node: a fresh incarnation, so peers that knew an earlier
+// start of this GPU reset their link state instead of taking its frames for duplicates. 32
+// random bits: two starts of one GPU collide once in four billion.
+EngineConfig engine_config_of_this_start(const TopologyConfig& topology, GpuId self) {
+  EngineConfig config = topology.engine_config(self);
+  config.incarnation = std::random_device{}();
+  return config;
+}
+
 }  // namespace
 
 NodeRuntime::NodeRuntime(const TopologyConfig& topology, GpuId self,
@@ -21,7 +31,7 @@ NodeRuntime::NodeRuntime(const TopologyConfig& topology, GpuId self,
     : topology_(topology),
       self_(self),
       address_map_(topology.address_map()),
-      endpoint_(topology.engine_config(self), local_memory),
+      endpoint_(engine_config_of_this_start(topology, self), local_memory),
       port_(port),
       roce_(topology, self, local_memory) {
   if (topology.frame_bytes_max > port.max_frame_bytes()) {

@@ -28,6 +28,7 @@ protocol::LinkStats link_stats(const LinkCounters& links) {
   stats.gaps_dropped = links.gaps_dropped;
   stats.bad_acks = links.bad_acks;
   stats.unknown_peer = links.unknown_peer;
+  stats.peer_restarts = links.peer_restarts;
   return stats;
 }
 
@@ -48,6 +49,11 @@ protocol::NodeStats node_stats(NodeRuntime& node) {
   stats.posted_write_errors = completer.posted_write_errors;
   stats.send_retries = node.counters().send_retries;
   stats.foreign_frames = node.counters().foreign_frames;
+  stats.peers_marked_down = requester.peers_marked_down;
+  stats.peers_marked_up = requester.peers_marked_up;
+  stats.ops_fast_failed = requester.ops_fast_failed;
+  stats.posted_writes_dropped = requester.posted_writes_dropped;
+  stats.down_peers = node.endpoint().requester().down_peers();
   stats.links = link_stats(node.endpoint().links().counters());
   return stats;
 }

@@ -81,6 +81,7 @@ inline constexpr std::uint32_t kStatusCopyBusy = ETHX_STATUS_COPY_BUSY;
 inline constexpr std::uint32_t kErrorBadRegister = ETHX_ERROR_BAD_REGISTER;
 inline constexpr std::uint32_t kErrorOutOfWindow = ETHX_ERROR_OUT_OF_WINDOW;
 inline constexpr std::uint32_t kErrorTimeout = ETHX_ERROR_TIMEOUT;
+inline constexpr std::uint32_t kErrorUnreachable = ETHX_ERROR_UNREACHABLE;
 inline constexpr std::uint32_t kErrorCopyBusy = ETHX_ERROR_COPY_BUSY;
 
 // ERROR bit names, by bit number (placed by the header's bits, so a reordering cannot shift them).

@@ -25,6 +25,10 @@ struct Tally {
   std::uint64_t verified = 0;
   std::uint64_t mismatches = 0;
   std::uint64_t errors = 0;
+  // Of the errors: a peer that did not answer in time, and one the device already knows is
+  // down (UNREACHABLE at once, docs/register-map.md).
+  std::uint64_t timeouts = 0;
+  std::uint64_t unreachable = 0;
   std::uint32_t error_bits = 0;
   std::uint64_t fault_addr = 0;
 
@@ -39,13 +43,14 @@ struct Tally {
     if (error.bits == 0) return;
     if (error_bits == 0) fault_addr = error.fault_addr;
     ++errors;
+    if ((error.bits & kErrorTimeout) != 0) ++timeouts;
+    if ((error.bits & kErrorUnreachable) != 0) ++unreachable;
     error_bits |= error.bits;
   }
   json to_json() const {
-    return {{"verified_ops", verified},
-            {"mismatches", mismatches},
-            {"errors", errors},
-            {"error_names", error_names(error_bits)},
+    return {{"verified_ops", verified},   {"mismatches", mismatches},
+            {"errors", errors},           {"timeouts", timeouts},
+            {"unreachable", unreachable}, {"error_names", error_names(error_bits)},
             {"fault_addr", fault_addr}};
   }
   // Prints the result and exits with 1 if anything did not verify.
@@ -53,7 +58,8 @@ struct Tally {
     result.update(to_json());
     if (mismatches != 0 || errors != 0) {
       throw CommandFailed(what + ": " + std::to_string(mismatches) + " mismatches, " +
-                              std::to_string(errors) + " errors",
+                              std::to_string(errors) + " errors (" + std::to_string(timeouts) +
+                              " timeout, " + std::to_string(unreachable) + " unreachable)",
                           result);
     }
     return result;

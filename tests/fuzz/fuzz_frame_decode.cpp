@@ -69,8 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Larger frames than the builder may produce are valid on the wire but cannot round-trip.
   const bool rebuildable = used_bytes <= wire::kAbsoluteFrameBytesMax;
   wire::FrameBuilder builder(wire::kAbsoluteFrameBytesMax);
-  builder.start(
-      wire::FrameAddress{view.dst_mac, view.src_mac, view.src_gpu, view.dst_gpu, view.partition});
+  builder.start(wire::FrameAddress{view.dst_mac, view.src_mac, view.src_gpu, view.dst_gpu,
+                                   view.partition, view.incarnation});
 
   wire::TxnCursor cursor(view);
   wire::TxnView txn;

@@ -412,9 +412,14 @@ std::uint64_t FakeControl::read(std::uint64_t offset, unsigned width) {
           std::uint32_t code = 0;
           const std::uint8_t* from = gpu_.fabric.translate(regs[kCopySrc.offset / 8] + i, 1, code);
           std::uint8_t* to = gpu_.fabric.translate(regs[kCopyDst.offset / 8] + i, 1, code);
+          if (from == nullptr || to == nullptr) {  // as the device: the copy fails with the code
+            copy_status = kCopyFailed | (code << 8);
+            latch(code, regs[kCopySrc.offset / 8] + i);
+            break;
+          }
           *to = *from;
         }
-        copy_status = kCopyDone;
+        if ((copy_status & 0xff) == kCopyBusy) copy_status = kCopyDone;
       }
     }
     value = copy_status;
@@ -699,6 +704,19 @@ TEST_F(GuestFabricTest, BenchCountsAMismatch) {
   } catch (const CommandFailed& failed) {
     EXPECT_EQ(failed.result["mismatches"], 2);
     EXPECT_EQ(failed.result["errors"], 0);
+  }
+}
+
+TEST_F(GuestFabricTest, BenchCountsUnreachableApartFromTimeouts) {
+  FakeFabric fabric(2);
+  fabric.unreachable.insert(1);  // the device has marked GPU 1 down: every access fails at once
+  try {
+    run(fabric, {1, 0}, {"bench", "--quick", "--gpu", "0"});
+    FAIL() << "a bench against a down peer must fail";
+  } catch (const CommandFailed& failed) {
+    EXPECT_GT(failed.result["unreachable"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(failed.result["timeouts"], 0);
+    EXPECT_NE(std::string(failed.what()).find("unreachable"), std::string::npos);
   }
 }
 

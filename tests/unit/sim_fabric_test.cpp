@@ -22,8 +22,8 @@ double wire_ns(std::size_t frame_bytes, double rate_gbps) {
 // issue + [NIC tx + request on 2 links + 2 x propagation + switch + NIC rx] + completer
 //       + [the same for the response]
 double expected_load_ns(const TopologyConfig& c, std::size_t load_bytes) {
-  const std::size_t request = 14 + 20 + 16 + 4;                // one read request
-  const std::size_t response = 14 + 20 + 16 + load_bytes + 4;  // one read response
+  const std::size_t request = 14 + 24 + 16 + 4;                // one read request
+  const std::size_t response = 14 + 24 + 16 + load_bytes + 4;  // one read response
   const double one_way_fixed = 2.0 * static_cast<double>(c.sim_nic_latency_ns) +
                                2.0 * static_cast<double>(c.link_propagation_ns) +
                                static_cast<double>(c.switch_forwarding_latency_ns);

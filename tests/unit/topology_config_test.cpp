@@ -180,6 +180,23 @@ TEST(ReliabilityConfig, TheEmbeddedDefaultIsOffAndBadValuesNameTheirField) {
             std::string::npos);
 }
 
+TEST(LivenessConfig, TheTableSetsEveryGpusEngineAndBadValuesNameTheirField) {
+  const EngineConfig defaults = load_topology("").engine_config(1);
+  EXPECT_EQ(defaults.liveness.down_after_timeouts, 3u);
+  EXPECT_EQ(defaults.liveness.probe_interval_ns, 100'000'000u);
+  const TopologyConfig config = parse_topology(
+      "[liveness]\ndown_after_timeouts = 5\ntimeout_window_ns = 2000000\n"
+      "probe_interval_ns = 7000\n",
+      "t.toml");
+  const EngineConfig engine = config.engine_config(0);
+  EXPECT_EQ(engine.liveness.down_after_timeouts, 5u);
+  EXPECT_EQ(engine.liveness.timeout_window_ns, 2'000'000u);
+  EXPECT_EQ(engine.liveness.probe_interval_ns, 7'000u);
+  EXPECT_NE(error_of("[liveness]\nprobe_interval_ns = 1\n").find("liveness.probe_interval_ns"),
+            std::string::npos);
+  EXPECT_NE(error_of("[liveness]\nafter = 1\n").find("after"), std::string::npos);
+}
+
 TEST(TopologyConfigTest, FaultTablesCarryDelaySpikesAndLinkStateAndCheckThem) {
   const TopologyConfig config = parse_topology(
       "[[fault]]\nport = 2\ndelay_spike_rate = 0.25\ndelay_spike_us = 300\nlink = \"down\"\n", "t");

@@ -100,6 +100,7 @@ struct RawFrame {
   std::uint8_t credits = 0;
   std::uint32_t seq = 0;
   std::uint32_t ack = 0;
+  std::uint32_t incarnation = 0;
   std::vector<RawTxn> txns{RawTxn{}};
   Bytes extra_body;  // raw bytes after the transactions, inside the body
 
@@ -124,6 +125,7 @@ struct RawFrame {
     put_be(out, credits, 1);
     put_be(out, seq, 4);
     put_be(out, ack, 4);
+    put_be(out, incarnation, 4);
     out.insert(out.end(), body.begin(), body.end());
     put_be(out, crc32c(out), 4);
     return out;
@@ -171,7 +173,8 @@ std::vector<TxnSpec> one_txn_per_opcode() {
   };
 }
 
-const FrameAddress kAddress{default_mac_for_gpu(5), default_mac_for_gpu(3), 3, 5, 0xBEEF};
+const FrameAddress kAddress{
+    default_mac_for_gpu(5), default_mac_for_gpu(3), 3, 5, 0xBEEF, 0xCAFEF00D};
 
 Frame build(const std::vector<TxnSpec>& txns, std::uint8_t flags = 0, std::uint32_t seq = 0,
             std::uint32_t ack = 0, std::uint8_t credits = 0) {
@@ -264,12 +267,12 @@ TEST(WireRoundTrip, BuilderOutputMatchesTheDocumentedByteOffsets) {
                      pattern_bytes(4, 0)};
   const Frame frame =
       build({spec}, kFlagSeq | kFlagAck | kFlagCredit, 0x11223344, 0x55667788, 0x99);
-  ASSERT_EQ(frame.size(), 34u + 16u + 4u + 4u);
+  ASSERT_EQ(frame.size(), 38u + 16u + 4u + 4u);
   // Ethernet header, bytes 0..13.
   EXPECT_EQ(get_be(frame, 0, 6), kAddress.dst_mac.as_u64());
   EXPECT_EQ(get_be(frame, 6, 6), kAddress.src_mac.as_u64());
   EXPECT_EQ(get_be(frame, 12, 2), 0x88B5u);
-  // Frame header, bytes 14..33.
+  // Frame header, bytes 14..37.
   EXPECT_EQ(get_be(frame, 14, 1), kVersion);
   EXPECT_EQ(get_be(frame, 15, 1), 0x0Bu);
   EXPECT_EQ(get_be(frame, 16, 2), 3u);
@@ -280,16 +283,17 @@ TEST(WireRoundTrip, BuilderOutputMatchesTheDocumentedByteOffsets) {
   EXPECT_EQ(get_be(frame, 25, 1), 0x99u);
   EXPECT_EQ(get_be(frame, 26, 4), 0x11223344u);
   EXPECT_EQ(get_be(frame, 30, 4), 0x55667788u);
-  // First transaction header, bytes 34..49, then its payload.
-  EXPECT_EQ(get_be(frame, 34, 1), 0x04u);
-  EXPECT_EQ(get_be(frame, 35, 1), 0u);
-  EXPECT_EQ(get_be(frame, 36, 2), 0xA1B2u);
-  EXPECT_EQ(get_be(frame, 38, 2), 4u);
-  EXPECT_EQ(get_be(frame, 40, 2), 4u);
-  EXPECT_EQ(get_be(frame, 42, 8), 0x0102030405060708u);
-  EXPECT_TRUE(same_bytes(std::span<const std::byte>(frame).subspan(50, 4), spec.payload));
-  // CRC-32C over bytes 0..53, big-endian, right after the body.
-  EXPECT_EQ(get_be(frame, 54, 4), crc32c(std::span<const std::byte>(frame).first(54)));
+  EXPECT_EQ(get_be(frame, 34, 4), 0xCAFEF00Du);  // incarnation
+  // First transaction header, bytes 38..53, then its payload.
+  EXPECT_EQ(get_be(frame, 38, 1), 0x04u);
+  EXPECT_EQ(get_be(frame, 39, 1), 0u);
+  EXPECT_EQ(get_be(frame, 40, 2), 0xA1B2u);
+  EXPECT_EQ(get_be(frame, 42, 2), 4u);
+  EXPECT_EQ(get_be(frame, 44, 2), 4u);
+  EXPECT_EQ(get_be(frame, 46, 8), 0x0102030405060708u);
+  EXPECT_TRUE(same_bytes(std::span<const std::byte>(frame).subspan(54, 4), spec.payload));
+  // CRC-32C over bytes 0..57, big-endian, right after the body.
+  EXPECT_EQ(get_be(frame, 58, 4), crc32c(std::span<const std::byte>(frame).first(58)));
 
   // The independent hand encoder produces the very same bytes.
   RawFrame raw;
@@ -302,6 +306,7 @@ TEST(WireRoundTrip, BuilderOutputMatchesTheDocumentedByteOffsets) {
   raw.credits = 0x99;
   raw.seq = 0x11223344;
   raw.ack = 0x55667788;
+  raw.incarnation = 0xCAFEF00D;
   raw.txns = {RawTxn{0x04, 0, 0xA1B2, 4, std::nullopt, 0x0102030405060708, spec.payload}};
   EXPECT_EQ(raw.encode(), frame);
 }
@@ -314,13 +319,13 @@ TEST(WireRoundTrip, HandBuiltDefaultFrameIsValid) {
 TEST(WireRoundTrip, EthernetPaddingAfterTheCrcIsIgnored) {
   const TxnSpec spec{{Opcode::kReadReq, Status::kOk, 7, 8, 0x40}, {}};
   Frame frame = build({spec});
-  ASSERT_EQ(frame.size(), 54u);  // below the 60-byte Ethernet minimum
+  ASSERT_EQ(frame.size(), 58u);  // below the 60-byte Ethernet minimum
   frame.resize(kMinEthernetFrameBytes, std::byte{0});
   FrameView view;
   ASSERT_EQ(decode_frame(frame, view), DecodeError::kOk);
   EXPECT_EQ(view.body.size(), kTxnHeaderBytes);
   // Padding need not be zero either.
-  for (std::size_t i = 54; i < frame.size(); ++i) frame[i] = std::byte{0xA5};
+  for (std::size_t i = 58; i < frame.size(); ++i) frame[i] = std::byte{0xA5};
   ASSERT_EQ(decode_frame(frame, view), DecodeError::kOk);
   const auto txns = txns_of(view);
   ASSERT_EQ(txns.size(), 1u);
@@ -448,7 +453,7 @@ TEST(WireMalformed, TruncatedFrameHeader) {
 }
 
 TEST(WireMalformed, BadVersion) {
-  for (std::uint8_t version : std::initializer_list<std::uint8_t>{0, 2, 0x81, 0xFF}) {
+  for (std::uint8_t version : std::initializer_list<std::uint8_t>{0, 1, 3, 0x81, 0xFF}) {
     RawFrame raw;
     raw.version = version;
     EXPECT_EQ(decode(raw.encode()), DecodeError::kBadVersion) << int{version};
@@ -644,8 +649,9 @@ TEST(WireRobustness, RandomMutationsWithFixedUpCrcNeverCrash) {
     const std::size_t mutations = 1 + rng() % 4;
     for (std::size_t m = 0; m < mutations; ++m) {
       // Mostly the transactions, sometimes the header fields that bound them.
-      const std::size_t position =
-          rng() % 4 == 0 ? 14 + rng() % 20 : kBodyOffset + rng() % (frame.size() - kBodyOffset);
+      const std::size_t position = rng() % 4 == 0
+                                       ? 14 + rng() % kFrameHeaderBytes
+                                       : kBodyOffset + rng() % (frame.size() - kBodyOffset);
       frame[position] = static_cast<std::byte>(rng() & 0xFF);
     }
     if (rng() % 8 == 0) frame.resize(rng() % (frame.size() + 1));  // and sometimes cut it
@@ -769,9 +775,9 @@ TEST(WireCost, SixtyFourBytePostedWriteInDefaultFrames) {
   const WireCost cost = posted_write_cost(64, 1792);
   EXPECT_EQ(cost.payload_bytes, 64u);
   EXPECT_EQ(cost.frames, 1u);
-  EXPECT_EQ(cost.header_bytes, 38u + 16u);
-  EXPECT_EQ(cost.wire_bytes, 64u + 54u + 24u);
-  EXPECT_DOUBLE_EQ(cost.efficiency, 64.0 / 142.0);
+  EXPECT_EQ(cost.header_bytes, 42u + 16u);
+  EXPECT_EQ(cost.wire_bytes, 64u + 58u + 24u);
+  EXPECT_DOUBLE_EQ(cost.efficiency, 64.0 / 146.0);
 }
 
 TEST(WireCost, SplitsAtTheTransactionPayloadLimitAndPadsSmallFrames) {
@@ -783,9 +789,9 @@ TEST(WireCost, SplitsAtTheTransactionPayloadLimitAndPadsSmallFrames) {
   EXPECT_EQ(exactly_one.frames, 1u);
   const WireCost one_more = posted_write_cost(1729, 1792);
   EXPECT_EQ(one_more.frames, 2u);
-  // The second frame carries 1 B: 55 B of frame, padded to 60.
-  EXPECT_EQ(one_more.header_bytes, 54u + (60u - 1u));
-  EXPECT_EQ(one_more.wire_bytes, (54u + 1728u + 24u) + (60u + 24u));
+  // The second frame carries 1 B: 59 B of frame, padded to 60.
+  EXPECT_EQ(one_more.header_bytes, 58u + (60u - 1u));
+  EXPECT_EQ(one_more.wire_bytes, (58u + 1728u + 24u) + (60u + 24u));
 
   EXPECT_EQ(posted_write_cost(0, 1792).frames, 0u);
   EXPECT_EQ(posted_write_cost(0, 1792).efficiency, 0.0);
