@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 
 namespace ethx {
 
@@ -14,7 +15,15 @@ extern std::atomic<bool> g_stop_requested;
 // killed `ethx bench` does not leave orphans behind.
 void install_stop_signals(bool stop_with_parent);
 
+// Stops the command as SIGINT does, for a reason worth one line (process_watcher.hpp: a
+// process it coordinates exited): g_stop_requested is set, waits throw Interrupted, and the
+// command prints the reason and exits with status 1. The first reason is kept.
+void request_stop(const std::string& reason);
+// The reason given to request_stop(); empty if none (a signal, or no stop).
+std::string stop_reason();
+
 // Thrown by waits that noticed g_stop_requested, so destructors clean up on the way out.
+// What the command prints is stop_reason() (or that it was interrupted), not what().
 struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
 };
