@@ -59,8 +59,7 @@ TopologyConfig AttachedFabric::topology() const {
 }
 
 std::string AttachedFabric::hint() const {
-  const std::string name = state_->name == "default" ? "" : " --name " + state_->name;
-  return "`ethx status" + name + "` shows the fabric, `ethx down" + name + "` removes it";
+  return degraded_fabric_hint(*state_);
 }
 
 void AttachedFabric::follow_switch() {

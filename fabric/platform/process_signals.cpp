@@ -33,6 +33,10 @@ std::string stop_reason() {
   return g_stop_reason;
 }
 
+void throw_if_stop_requested() {
+  if (g_stop_requested.load()) throw Interrupted();
+}
+
 void install_stop_signals(bool stop_with_parent) {
   struct sigaction action {};
   action.sa_handler = stop_on_signal;

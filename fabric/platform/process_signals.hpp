@@ -23,9 +23,14 @@ void request_stop(const std::string& reason);
 std::string stop_reason();
 
 // Thrown by waits that noticed g_stop_requested, so destructors clean up on the way out.
-// What the command prints is stop_reason() (or that it was interrupted), not what().
+// What() is the stop reason when there is one, so a command that prints what() names the
+// process that exited.
 struct Interrupted : std::runtime_error {
-  Interrupted() : std::runtime_error("interrupted") {}
+  Interrupted() : std::runtime_error(stop_reason().empty() ? "interrupted" : stop_reason()) {}
 };
+
+// Throws Interrupted if a stop was requested: after work whose errors were caught (threads,
+// optional parts of a suite), so a stop is not mistaken for a failed part.
+void throw_if_stop_requested();
 
 }  // namespace ethx
