@@ -118,7 +118,8 @@ int run_vm_bench(const BenchOptions& options) {
   std::signal(SIGPIPE, SIG_IGN);
 
   VmTarget target;
-  std::optional<FabricLauncher> owned;  // a fabric of our own when none is up
+  std::optional<FabricLauncher> owned;      // a fabric of our own when none is up (it watches it)
+  std::unique_ptr<ProcessWatcher> watcher;  // the processes of a running fabric
   std::string temporary_logs;
   if (attached) {
     if (options.vms != 0 && options.vms != state->vms) {
@@ -133,6 +134,7 @@ int run_vm_bench(const BenchOptions& options) {
         return 1;
       }
     }
+    watcher = watch_recorded_processes(directory, *state);
     target = {directory.path(), state->vms,         state->gpus_per_vm,
               state->transport, state->config_path, state->stats_file};
   } else {
@@ -258,6 +260,7 @@ int run_vm_bench(const BenchOptions& options) {
     }
     for (auto& thread : threads) thread.join();
   }
+  throw_if_stop_requested();  // a VM that exited: the stop names it, not the agents' errors
   double alltoall_gbps = 0;
   std::vector<json> alltoalls;
   for (std::size_t vm = 0; vm < target.vms; ++vm) {

@@ -386,6 +386,11 @@ int main(int argc, char** argv) {
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
   } catch (const ethx::Interrupted&) {
+    // A watched process exited (process_watcher.hpp): one line naming it, status 1.
+    if (const std::string reason = ethx::stop_reason(); !reason.empty()) {
+      std::cerr << "ethx " << command << ": " << reason << "\n";
+      return 1;
+    }
     std::cerr << "ethx " << command << ": interrupted; everything it started was stopped\n";
     return 130;
   } catch (const ethx::ConfigError& error) {
@@ -395,7 +400,9 @@ int main(int argc, char** argv) {
     std::cerr << "ethx " << command << ": " << error.what() << "\n";
     return 2;
   } catch (const std::exception& error) {
-    std::cerr << "ethx " << command << ": " << error.what() << "\n";
+    // After a watched process exited, other errors are its consequences: name the cause.
+    const std::string reason = ethx::stop_reason();
+    std::cerr << "ethx " << command << ": " << (reason.empty() ? error.what() : reason) << "\n";
     return 1;
   }
 }

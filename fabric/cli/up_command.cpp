@@ -307,6 +307,8 @@ int run_guest(const GuestOptions& options) {
     return 2;
   }
   install_stop_signals(false);
+  // The VM (or any process of the fabric) exiting ends the wait for its answer at once.
+  const std::unique_ptr<ProcessWatcher> watcher = watch_recorded_processes(directory, *state);
   GuestAgent agent(vm_agent_path(directory.path(), options.vm), 10'000);
   const GuestBlock block = agent.run(options.arguments, options.timeout_ms);
   std::cout << block.output;

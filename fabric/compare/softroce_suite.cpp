@@ -215,7 +215,8 @@ json run_suite(const SoftRoceOptions& options) {
   std::signal(SIGPIPE, SIG_IGN);
 
   // ---- the VMs: the running fabric's, or two of our own ----
-  std::optional<FabricLauncher> owned;
+  std::optional<FabricLauncher> owned;      // watches what it starts
+  std::unique_ptr<ProcessWatcher> watcher;  // the processes of a running fabric
   std::string logs, netns_tag;
   if (attached) {
     for (const RecordedProcess& process : state->processes) {
@@ -226,6 +227,7 @@ json run_suite(const SoftRoceOptions& options) {
     }
     logs = directory->path();
     netns_tag = state->netns_tag;
+    watcher = watch_recorded_processes(*directory, *state);
   } else {
     const AcceleratorChoice accel = choose_accelerator(plan);
     plan.accel = accel.accel;
@@ -307,6 +309,7 @@ json run_suite(const SoftRoceOptions& options) {
                        ": " + error.what();
       }
     }
+    throw_if_stop_requested();
     report["details"]["same_vms_load_store"] = load_store_vm_system(
         bench_runs[0], bench_runs[1], transport,
         attached ? std::string("the running VMs' accelerator") : plan.accel, bench_error);
@@ -369,6 +372,7 @@ json run_suite(const SoftRoceOptions& options) {
       client_error = error.what();
     }
     server_thread.join();
+    throw_if_stop_requested();
     const double wall_s = std::chrono::duration<double>(Clock::now() - run_start).count();
     const json parsed = parse_perftest_output(client_block.output, run.bytes);
     json entry = {{"tool", run.tool},
@@ -427,6 +431,7 @@ json run_suite(const SoftRoceOptions& options) {
       interop_ok = false;
       report["details"]["interop"] = {{"verified", false}, {"error", error.what()}};
     }
+    throw_if_stop_requested();
     notes.push_back(std::string("interop (engine WRITE ") + std::to_string(interop.write_bytes) +
                     " B + READ " + std::to_string(interop.region_bytes) +
                     " B against rdma_rxe): " + (interop_ok ? "verified" : "FAILED"));

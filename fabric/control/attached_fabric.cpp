@@ -32,6 +32,20 @@ AttachedFabric::AttachedFabric(const std::string& name) : directory_(name) {
     throw FabricNotUp("no fabric '" + name + "' is up (start one with `ethx up" +
                       (name == "default" ? "" : " --name " + name) + "`)");
   }
+  // A switch exit is only noted here: check_alive() follows a restart (on the caller's
+  // thread, where the run directory may be read); any other exit stops the command.
+  watcher_.emplace([this](const ProcessExit& exit) {
+    if (exit.name == "switch") {
+      switch_exited_.store(true);
+      return false;
+    }
+    request_stop(exit.line());
+    return true;
+  });
+  for (const RecordedProcess& process : state_->processes) {
+    if (process.role == "switch") switch_ = process;
+    watcher_->watch({process.role, process.pid, process.start_time, hint()});
+  }
   check_alive();
   control_.emplace(ControlRegion::attach(control_region_name(state_->fabric)));
   if (!is_socket_transport(state_->transport)) {
@@ -44,16 +58,25 @@ TopologyConfig AttachedFabric::topology() const {
   return load_topology(state_->config_path, state_->gpus);
 }
 
-void AttachedFabric::check_alive() {
-  if (g_stop_requested.load()) throw Interrupted();
-  for (RecordedProcess& process : state_->processes) {
-    if (!process.running() &&
-        !(process.role == "switch" && follow_restarted_switch(directory_, process))) {
-      throw std::runtime_error("fabric '" + state_->name + "': " + process.role + " (pid " +
-                               std::to_string(process.pid) +
-                               ") is gone; `ethx down` and `ethx up` restart it");
+std::string AttachedFabric::hint() const {
+  return degraded_fabric_hint(*state_);
+}
+
+void AttachedFabric::follow_switch() {
+  const RecordedProcess old = switch_;
+  if (follow_restarted_switch(directory_, switch_)) {
+    if (switch_.pid != old.pid) {
+      switch_exited_.store(false);
+      watcher_->watch({"switch", switch_.pid, switch_.start_time, hint()});
     }
+    return;  // or still being replaced: look again on the next check
   }
+  request_stop(ProcessExit{"switch", switch_.pid, "", hint()}.line());
+}
+
+void AttachedFabric::check_alive() {
+  if (switch_exited_.load()) follow_switch();
+  if (g_stop_requested.load()) throw Interrupted();
 }
 
 }  // namespace ethx

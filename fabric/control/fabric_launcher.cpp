@@ -1,6 +1,7 @@
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/platform/clock.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,6 +55,7 @@ FabricLauncher::FabricLauncher(std::string fabric_name, std::string config_path,
       config_path_(std::move(config_path)),
       topology_(std::move(topology)),
       options_(std::move(options)) {
+  if (!options_.detached) watcher_ = std::make_unique<ProcessWatcher>();
   if (is_socket_transport(options_.transport) && options_.netns_tag.empty()) {
     options_.netns_tag = bench_tag(::getpid());
   }
@@ -152,6 +154,16 @@ ChildProcess FabricLauncher::spawn(const std::vector<std::string>& argv,
   }
   ChildProcess child = ChildProcess::spawn(argv, spawn_options);
   if (options_.on_spawn) options_.on_spawn(log_name, child.pid());
+  if (watcher_) {
+    const std::string hint =
+        spawn_options.log_path.empty()
+            ? ""
+            : "its log: " + spawn_options.log_path +
+                  (log_name.starts_with("vm-")
+                       ? " (console: " + options_.log_directory + "/" + log_name + ".console)"
+                       : "");
+    watcher_->watch({log_name, child.pid(), "", hint});
+  }
   return child;
 }
 
@@ -297,6 +309,9 @@ FabricClient& FabricLauncher::client() {
 
 void FabricLauncher::check_alive() {
   if (g_stop_requested.load()) throw Interrupted();
+  // The watcher reports an exit (with how it ended) and requests the stop seen above; reaping
+  // here as well would race with it for the exit status.
+  if (watcher_) return;
   if (switch_process_ && !switch_process_->running()) {
     throw std::runtime_error("ethx-switch stopped unexpectedly (" +
                              switch_process_->exit_description() + ")");
@@ -325,8 +340,21 @@ void FabricLauncher::check_alive() {
   }
 }
 
+void FabricLauncher::terminate_all() {
+  for (ChildProcess& node : nodes_) {
+    if (node.running()) ::kill(node.pid(), SIGTERM);
+  }
+  for (ChildProcess& vm : vms_) {
+    if (vm.running()) ::kill(vm.pid(), SIGTERM);
+  }
+  for (ChildProcess& node : nodes_) node.terminate();
+  for (ChildProcess& vm : vms_) vm.terminate();
+}
+
 nlohmann::json FabricLauncher::stop() {
   stopped_ = true;
+  if (watcher_) watcher_->stop_watching();  // what ends from here on, we end
+  if (g_stop_requested.load()) terminate_all();
   const std::size_t first_node = options_.vms.vm_gpus();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].running() && control_) client().post_exit(static_cast<GpuId>(first_node + i));

@@ -5,7 +5,9 @@
 // all transports.
 //
 // Two lifetimes: `ethx bench` owns its fabric and everything ends with the launcher (processes
-// die with it, even on SIGKILL, via PDEATHSIG and early-unlinked files); `ethx up` calls
+// die with it, even on SIGKILL, via PDEATHSIG and early-unlinked files) and a ProcessWatcher
+// (process_watcher.hpp) stops the command, naming the process, as soon as one of them exits
+// before stop(); `ethx up` calls
 // detach(), after which the processes run on in their own sessions, logging to the run
 // directory, until `ethx down` (run_state.hpp) ends them.
 #pragma once
@@ -24,6 +26,7 @@
 #include "fabric/control/fabric_client.hpp"
 #include "fabric/control/raw_pingpong.hpp"
 #include "fabric/platform/child_process.hpp"
+#include "fabric/platform/process_watcher.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
@@ -105,6 +108,9 @@ class FabricLauncher {
 
  private:
   void check_alive();
+  // After a stop request (Ctrl-C, a watched process exited): SIGTERM to every process at once,
+  // so the command ends within seconds even while nodes are busy with a command.
+  void terminate_all();
   void remove_files();
   void write_run_record();
   void remove_socket_topology();
@@ -123,6 +129,8 @@ class FabricLauncher {
   std::unique_ptr<ChildProcess> switch_process_;
   std::vector<ChildProcess> nodes_;  // ethx-node processes, for GPUs vm_gpus() .. gpus − 1
   std::vector<ChildProcess> vms_;
+  // Not detached: stops the command when a process exits before stop().
+  std::unique_ptr<ProcessWatcher> watcher_;
   shm::AdaptiveWaiter waiter_;
   bool started_ = false;  // every GPU reported ready
   bool stopped_ = false;

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "fabric/platform/process_identity.hpp"
+#include "fabric/platform/process_signals.hpp"
 
 namespace ethx {
 
@@ -196,6 +197,41 @@ std::vector<std::string> list_run_directories() {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::string degraded_fabric_hint(const RunState& state) {
+  const std::string name = state.name == "default" ? "" : " --name " + state.name;
+  return "`ethx status" + name + "` shows the fabric, `ethx down" + name + "` removes it";
+}
+
+std::unique_ptr<ProcessWatcher> watch_recorded_processes(const RunDirectory& directory,
+                                                         const RunState& state) {
+  const pid_t recorded_switch = [&state] {
+    for (const RecordedProcess& process : state.processes) {
+      if (process.role == "switch") return process.pid;
+    }
+    return pid_t{-1};
+  }();
+  auto replaced = [&directory, recorded_switch] {
+    if (directory.switch_lock_busy()) return true;
+    const std::optional<RunState> now = directory.load();
+    if (!now) return false;
+    for (const RecordedProcess& process : now->processes) {
+      if (process.role == "switch" && process.pid != recorded_switch && process.running()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto watcher = std::make_unique<ProcessWatcher>([replaced](const ProcessExit& exit) {
+    if (exit.name == "switch" && replaced()) return false;
+    request_stop(exit.line());
+    return true;
+  });
+  for (const RecordedProcess& process : state.processes) {
+    watcher->watch({process.role, process.pid, process.start_time, degraded_fabric_hint(state)});
+  }
+  return watcher;
 }
 
 }  // namespace ethx

@@ -10,11 +10,14 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "fabric/platform/process_watcher.hpp"
 
 namespace ethx {
 
@@ -91,5 +94,17 @@ class RunDirectory {
 
 // All fabric names with a run directory.
 std::vector<std::string> list_run_directories();
+
+// What to tell the user after a process of the fabric exited: "`ethx status` shows the fabric,
+// `ethx down` removes it".
+std::string degraded_fabric_hint(const RunState& state);
+
+// A watcher (process_watcher.hpp) of every process `state` records, for commands that use a
+// fabric `ethx up` left running (`ethx guest`, `ethx bench --vms`, `ethx softroce`): any exit
+// stops the command, except the switch's while `ethx restart-switch` replaces it (its
+// replacement is then not watched). `directory` must outlive the watcher.
+// AttachedFabric (attached_fabric.hpp) also follows the replacement.
+std::unique_ptr<ProcessWatcher> watch_recorded_processes(const RunDirectory& directory,
+                                                         const RunState& state);
 
 }  // namespace ethx

@@ -3,13 +3,21 @@
 // atomics and a copy that cross between the two QEMU processes, all with data checks; and a
 // load of an unmapped window address that returns all-ones, latches the error and leaves the
 // VM responsive. Label `vm`; needs QEMU and the guest image (fails naming the scripts).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -192,6 +200,95 @@ TEST(VmBench, QuickRunOnTemporaryVmsVerifiesDataAndLeavesNothing) {
   for (const std::string& file : ethx::test::shm_files_with_prefix(fabric)) {
     ADD_FAILURE() << "left behind: /dev/shm/" << file;
   }
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The QEMU child of `parent` whose command line names `vm` ("vm-1"); -1 if none.
+pid_t qemu_child(pid_t parent, const std::string& vm) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = file_text(entry.path() / "stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    fields >> state >> ppid;
+    const std::string cmdline = file_text(entry.path() / "cmdline");
+    if (ppid == parent && cmdline.find("qemu-system") != std::string::npos &&
+        cmdline.find("/" + vm + ".console") != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return -1;
+}
+
+// The peer VM dies while the other VM's in-guest bench loads from it: `ethx bench --vms` stops
+// within 10 s, exit status 1, with one line naming the VM (fabric/platform/process_watcher.hpp).
+TEST(VmBench, SigkillOfThePeerVmStopsTheBenchWithinTenSecondsNamingIt) {
+  const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
+  ASSERT_TRUE(found.missing.empty()) << found.missing;
+  const auto root =
+      std::filesystem::temp_directory_path() / ("ethx-vmkill-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root);
+  ::setenv("ETHX_RUN_DIR", (root / "run").c_str(), 1);
+  const std::string output = (root / "bench.out").string();
+  const std::string binary = ethx::test::ethx_binary();
+  std::vector<std::string> argv = {binary, "bench", "--vms", "2", "--gpus-per-vm", "2", "--quick"};
+  std::vector<char*> args;
+  for (std::string& arg : argv) args.push_back(arg.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t bench = -1;
+  ASSERT_EQ(::posix_spawn(&bench, binary.c_str(), &actions, nullptr, args.data(), environ), 0);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::unsetenv("ETHX_RUN_DIR");
+
+  // VM 0's first GPU loads from VM 1's: kill VM 1 once that benchmark has begun.
+  int status = 0;
+  const auto boot_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (file_text(output).find("VM 0: ethx-guest bench") == std::string::npos) {
+    ASSERT_EQ(::waitpid(bench, &status, WNOHANG), 0) << file_text(output);
+    ASSERT_LT(std::chrono::steady_clock::now(), boot_deadline) << file_text(output);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const pid_t victim = qemu_child(bench, "vm-1");
+  ASSERT_GT(victim, 0) << "no QEMU of vm-1 among ethx bench's children";
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  // Hang guard: well past the 10 s the test asks for.
+  while (::waitpid(bench, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - killed_at > std::chrono::seconds(120)) {
+      ::kill(bench, SIGKILL);
+      ::waitpid(bench, &status, 0);
+      FAIL() << "ethx bench still ran 120 s after the kill:\n" << file_text(output);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string text = file_text(output);
+  EXPECT_LT(seconds, 10.0) << text;
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  const std::string named = "vm-1 (pid " + std::to_string(victim) + ") exited: killed by SIGKILL";
+  EXPECT_NE(text.find(named), std::string::npos) << text;
+  EXPECT_EQ(text.find(named), text.rfind("vm-1 (pid")) << "named more than once:\n" << text;
+  EXPECT_TRUE(ethx::test::shm_files_with_prefix("ethx-v" + std::to_string(bench) + "-").empty());
+  std::filesystem::remove_all(root);
+  std::error_code ignored;  // the consoles, kept because the run failed
+  std::filesystem::remove_all(
+      std::filesystem::temp_directory_path() / ("ethx-v" + std::to_string(bench)), ignored);
+  std::cerr << "ethx bench --vms stopped " << seconds << " s after vm-1 was killed\n";
 }
 
 }  // namespace
