@@ -8,6 +8,7 @@
 #include "fabric/bench/soak_command.hpp"
 #include "fabric/cli/fault_command.hpp"
 #include "fabric/cli/restart_switch_command.hpp"
+#include "fabric/cli/status_command.hpp"
 #include "fabric/cli/up_command.hpp"
 #include "fabric/compare/compare_command.hpp"
 #include "fabric/compare/softroce_suite.hpp"

@@ -91,32 +91,6 @@ std::vector<std::string> remove_recorded(const RunDirectory& directory, const Ru
   return removed;
 }
 
-// The ports that inject faults or have injected some, one line each; nothing if none did.
-void print_faults(const json& ports) {
-  bool header = false;
-  for (const json& port : ports) {
-    if (!port.contains("faults")) continue;  // a switch from before fault injection
-    auto count = [&port](const char* key) {
-      return static_cast<unsigned long long>(port.value(key, std::uint64_t{0}));
-    };
-    const std::string active = describe_port_faults(port["faults"]);
-    if (active == "none" && count("faults_dropped") + count("faults_corrupted") +
-                                    count("faults_reordered") + count("faults_delayed") +
-                                    count("drops_link_down") ==
-                                0) {
-      continue;
-    }
-    if (!header) std::printf("\n  injected faults:\n");
-    header = true;
-    std::printf(
-        "  port %-3d %s; dropped %llu, corrupted %llu, reordered %llu, delayed %llu "
-        "(%llu spikes), link-down drops %llu\n",
-        port["port"].get<int>(), active.c_str(), count("faults_dropped"), count("faults_corrupted"),
-        count("faults_reordered"), count("faults_delayed"), count("faults_delay_spikes"),
-        count("drops_link_down"));
-  }
-}
-
 bool any_running(const RunState& state) {
   for (const RecordedProcess& process : state.processes) {
     if (process.role != "up" && process.running()) return true;
@@ -313,71 +287,6 @@ int run_guest(const GuestOptions& options) {
   const GuestBlock block = agent.run(options.arguments, options.timeout_ms);
   std::cout << block.output;
   return block.exit_status;
-}
-
-int run_status(const StatusOptions& options) {
-  RunDirectory directory(options.name);
-  const std::optional<RunState> state = directory.load();
-  if (!state) {
-    if (options.json) {
-      std::cout << json{{"name", options.name}, {"up", false}}.dump(2) << "\n";
-    } else {
-      std::cout << "ethx status: no fabric '" << options.name << "' is up\n";
-    }
-    return 3;
-  }
-  json report = state->to_json();
-  report["up"] = true;
-  report["run_directory"] = directory.path();
-  bool all_running = state->phase == "up";
-  json processes = json::array();
-  for (const RecordedProcess& process : state->processes) {
-    const bool running = process.running();
-    all_running = all_running && running;
-    processes.push_back({{"role", process.role}, {"pid", process.pid}, {"running", running}});
-  }
-  report["processes"] = processes;
-  json namespaces = json::array();
-  const std::vector<std::string> existing = netns::list_namespaces();
-  for (const std::string& ns : state->namespaces) {
-    const bool present = std::find(existing.begin(), existing.end(), ns) != existing.end();
-    all_running = all_running && present;
-    namespaces.push_back({{"name", ns}, {"present", present}});
-  }
-  report["namespaces"] = namespaces;
-  std::ifstream in(state->stats_file);
-  json stats = in ? json::parse(in, nullptr, false) : json();
-  if (!stats.is_discarded() && !stats.is_null()) report["switch"] = stats;
-  report["healthy"] = all_running;
-
-  if (options.json) {
-    std::cout << report.dump(2) << "\n";
-    return all_running ? 0 : 1;
-  }
-  std::printf("fabric '%s': %zu GPUs over %s, %s (run directory %s)\n", state->name.c_str(),
-              state->gpus, state->transport.c_str(),
-              all_running ? "running" : (state->phase == "up" ? "DEGRADED" : "starting"),
-              directory.path().c_str());
-  for (const json& process : processes) {
-    std::printf("  %-10s pid %-8d %s\n", process["role"].get<std::string>().c_str(),
-                process["pid"].get<int>(), process["running"].get<bool>() ? "running" : "GONE");
-  }
-  if (report.contains("switch")) {
-    std::printf("\n  %-5s %12s %12s %10s %10s %10s %10s\n", "port", "rx frames", "tx frames",
-                "malformed", "queue full", "unknown", "spoofed");
-    for (const json& port : report["switch"]["ports"]) {
-      std::printf(
-          "  %-5d %12llu %12llu %10llu %10llu %10llu %10llu\n", port["port"].get<int>(),
-          static_cast<unsigned long long>(port["rx_frames"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port["tx_frames"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port["drops_malformed"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port["drops_queue_full"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port["drops_unknown_destination"].get<std::uint64_t>()),
-          static_cast<unsigned long long>(port.value("drops_spoofed", std::uint64_t{0})));
-    }
-    print_faults(report["switch"]["ports"]);
-  }
-  return all_running ? 0 : 1;
 }
 
 }  // namespace ethx

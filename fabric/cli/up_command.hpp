@@ -44,12 +44,5 @@ struct GuestOptions {
 // prints its output, returns its exit status.
 int run_guest(const GuestOptions& options);
 
-struct StatusOptions {
-  std::string name = "default";
-  bool json = false;
-};
-// Exit status: 0 when everything recorded runs, 1 when something has died, 3 when no such
-// fabric is up.
-int run_status(const StatusOptions& options);
 
 }  // namespace ethx

@@ -137,6 +137,7 @@ int run(int argc, char** argv) {
 
   std::uint32_t last_command = 0;
   if (control) {
+    node.publish_peer_health_to(control->node(gpu).peer_health);
     control->node(gpu).pid.store(::getpid());
     control->node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kReady));
     ethx::shm::ring(control->header().coordinator_bell);

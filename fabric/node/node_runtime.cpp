@@ -120,6 +120,7 @@ void NodeRuntime::pump(std::int64_t idle_wait_ns, const std::function<bool()>& a
   const std::size_t received = port_.receive(kReceiveBatch, *this);
   effects_.wake_at.reset();
   transmit();
+  if (peer_health_) peer_health_->publish(endpoint_.requester());
   if (received > 0 || idle_wait_ns == 0) return;
   std::int64_t wait_ns = idle_wait_ns;
   if (effects_.wake_at) {

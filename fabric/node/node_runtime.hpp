@@ -13,6 +13,7 @@
 
 #include "address-map/address_map.hpp"
 #include "fabric/config/topology_config.hpp"
+#include "fabric/node/peer_health_publisher.hpp"
 #include "fabric/node/roce_host.hpp"
 #include "fabric/platform/clock.hpp"
 #include "fabric/transport/node_port.hpp"
@@ -47,6 +48,9 @@ class NodeRuntime final : private FrameSink {
   // Blocking helpers (wait_for_*) throw Interrupted once *flag is true, so a node stops
   // promptly in the middle of a benchmark when its process is told to.
   void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }
+  // Every pump() from now on publishes the requester's view of its peers there (a control
+  // mailbox's board, read by `ethx status`).
+  void publish_peer_health_to(PeerHealthBoard& board) { peer_health_.emplace(board); }
   // Throws Interrupted if the stop flag is set (for loops outside the wait_for_* helpers).
   void check_stop() const;
   // Where ops issued on the requester put their frames; transmit() sends them.
@@ -90,6 +94,7 @@ class NodeRuntime final : private FrameSink {
   std::optional<std::uint64_t> last_echo_reply_;
   NodeRuntimeCounters counters_;
   const std::atomic<bool>* stop_flag_ = nullptr;
+  std::optional<PeerHealthPublisher> peer_health_;
   RoceHost roce_;
 };
 

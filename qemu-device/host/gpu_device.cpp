@@ -196,6 +196,9 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
   // clean error the C API reports.
   if (shm::SharedMemoryFile::exists(control_region_name(options.fabric))) {
     impl_->control.emplace(ControlRegion::attach(control_region_name(options.fabric)));
+    if (self_ < impl_->control->node_count()) {
+      impl_->node->publish_peer_health_to(impl_->control->node(self_).peer_health);
+    }
   }
   service_ = std::thread([this] { serve(); });
   // Tell whoever started the fabric (`ethx up --vms`) that this GPU serves now, as ethx-node

@@ -133,6 +133,23 @@ class LiveSwitchFaults : public ::testing::TestWithParam<std::string> {
     }
     return client_->call(kFaultyPort, protocol::EchoCommand{.peer = 0, .count = count});
   }
+  // Loads from GPU 0 to the faulty port's GPU, through the mailboxes (echo_from_faulty_port
+  // has made the client).
+  protocol::LatencyResult loads_to_faulty_port(std::uint32_t count) {
+    return client_->call(0, protocol::LoadLatencyCommand{.peer = kFaultyPort, .count = count});
+  }
+  // GPU 0's entry of `ethx status --json`'s peer_health once `done` holds, or after 10 s.
+  json gpu0_peer_health_when(const std::function<bool(const json&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    json gpu0;
+    do {
+      gpu0 = status()["peer_health"][0];
+      if (done(gpu0)) return gpu0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    ADD_FAILURE() << "GPU 0 never published the expected peer state; last: " << gpu0.dump();
+    return gpu0;
+  }
   std::string leftovers(const std::string& tag) {
     std::string found;
     if (!tag.empty()) {
@@ -374,6 +391,41 @@ TEST_P(LiveSwitchFaults, AGoBackNFabricLosesNothingWhenTheSwitchRestartsUnderTra
   EXPECT_TRUE(status()["healthy"].get<bool>());
   ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
   EXPECT_EQ(leftovers(tag), "");
+}
+
+// `ethx status` shows each GPU's view of its peers: a link taken down makes GPU 0's loads to
+// that GPU time out until the requester marks it down (then they fail at once), status names
+// the down peer under GPU 0; once the link is back, GPU 0's probe brings it up again by
+// itself. The board is the same on every transport, so shared memory alone is tested.
+TEST_P(LiveSwitchFaults, StatusShowsThePeersEachGpuHasMarkedDown) {
+  if (GetParam() != "shm") GTEST_SKIP() << "the peer board does not depend on the transport";
+  const std::filesystem::path config = run_root_ / "short-timeout.toml";
+  std::filesystem::create_directories(run_root_);
+  std::ofstream(config) << "[fabric]\nrequest_timeout_ns = 100000000\n";
+  const CommandResult up =
+      ethx("up --name " + name_ + " --gpus 3 --quiet --config " + config.string());
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  EXPECT_EQ(echo_from_faulty_port(3)["errors"], 0);
+  EXPECT_TRUE(status()["peer_health"][0]["down_peers"].empty());
+
+  ASSERT_EQ(fault("--link down").exit_status, 0);
+  const protocol::LatencyResult loads = loads_to_faulty_port(50);
+  EXPECT_EQ(loads.errors, 50u) << "every load to a GPU behind a down link fails";
+  const json down =
+      gpu0_peer_health_when([](const json& gpu) { return !gpu["down_peers"].empty(); });
+  EXPECT_EQ(down["down_peers"], json::array({kFaultyPort}));
+  EXPECT_EQ(down["peers_marked_down"], 1);
+  EXPECT_GT(down["ops_fast_failed"].get<std::uint64_t>(), 40u) << "only the first few wait";
+  const CommandResult text = ethx("status --name " + name_);
+  EXPECT_NE(text.output.find("gpu 0    DOWN: 1 "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("with a peer marked down"), std::string::npos) << text.output;
+
+  ASSERT_EQ(fault("--clear").exit_status, 0);
+  const json back =
+      gpu0_peer_health_when([](const json& gpu) { return gpu["down_peers"].empty(); });
+  EXPECT_EQ(back["peers_marked_up"], 1);
+  EXPECT_EQ(loads_to_faulty_port(10).errors, 0u);
+  ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, LiveSwitchFaults,

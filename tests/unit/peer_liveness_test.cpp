@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/node/peer_health_publisher.hpp"
 #include "packet-engine/effects.hpp"
 #include "packet-engine/endpoint.hpp"
 #include "packet-engine/engine_config.hpp"
@@ -285,6 +286,34 @@ void exchange_traffic(Net& net) {
     ASSERT_EQ(net.completion(0, a)->status, Status::kOk);
     ASSERT_EQ(net.completion(1, b)->status, Status::kOk);
   }
+}
+
+// What `ethx status` reads: the board follows the requester's down set (across a bitmap word:
+// GPU 64) and counters, and a peer back up clears its bit.
+TEST(PeerHealthBoard, ThePublisherMirrorsTheRequestersDownPeers) {
+  Net net(66);
+  PeerHealthBoard board;
+  PeerHealthPublisher publisher(board);
+  publisher.publish(net.requester(0));
+  EXPECT_TRUE(down_peers_of(board).empty());
+  for (const GpuId dead : {GpuId{1}, GpuId{64}}) {
+    net.kill(dead);
+    net.time_out_reads(0, dead, kDownAfter);
+  }
+  Effects effects;
+  net.requester(0).read(64, 0, 8, net.now(), effects);  // fails at once
+  publisher.publish(net.requester(0));
+  EXPECT_EQ(down_peers_of(board), (std::vector<GpuId>{1, 64}));
+  EXPECT_EQ(board.peers_marked_down.load(), 2u);
+  EXPECT_EQ(board.ops_fast_failed.load(), 1u);
+
+  net.start(64, 777);
+  const OpId from_peer = net.read(64, 0);  // any frame from GPU 64 brings it back up
+  net.advance_to(net.now() + 1);
+  ASSERT_TRUE(net.completion(64, from_peer).has_value());
+  publisher.publish(net.requester(0));
+  EXPECT_EQ(down_peers_of(board), std::vector<GpuId>{1});
+  EXPECT_EQ(board.peers_marked_up.load(), 1u);
 }
 
 TEST(PeerIncarnation, ARestartedPeersFirstFramesAreDelivered) {

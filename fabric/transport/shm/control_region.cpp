@@ -9,7 +9,7 @@ namespace ethx {
 namespace {
 
 constexpr std::uint64_t kControlMagic = 0x3174'6c72'7463'6865;  // "ethctrl1"
-constexpr std::uint32_t kControlVersion = 3;                    // 3: SwitchCommandBox
+constexpr std::uint32_t kControlVersion = 4;                    // 4: PeerHealthBoard
 
 std::size_t bytes_for(std::uint32_t node_count) {
   return sizeof(ControlHeader) + std::size_t{node_count} * sizeof(NodeMailbox);

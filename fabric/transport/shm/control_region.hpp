@@ -36,6 +36,21 @@ enum class SwitchMode : std::uint32_t {
   kBareForwarder = 1,  // the minimal MAC forwarder (bare_forwarder.hpp)
 };
 
+// What a GPU's requester knows of its peers (the engine's liveness, packet-engine/requester.hpp),
+// published by the process that hosts the GPU (ethx-node, or QEMU's ethx-gpu device) so that
+// `ethx status` can show it without asking the GPU anything. Written by that process only;
+// readers take the words as they are (a display, not a protocol: a torn read shows a peer one
+// refresh late). Bit g of down_bitmap is GPU g; 16 words cover the 1024 GPUs a topology may
+// have (kMaxGpus, checked where the board is written).
+inline constexpr std::size_t kPeerBitmapWords = 16;
+
+struct alignas(64) PeerHealthBoard {
+  std::atomic<std::uint64_t> down_bitmap[kPeerBitmapWords] = {};
+  std::atomic<std::uint64_t> peers_marked_down{0};
+  std::atomic<std::uint64_t> peers_marked_up{0};
+  std::atomic<std::uint64_t> ops_fast_failed{0};  // ops completed at once: UNREACHABLE
+};
+
 struct alignas(64) NodeMailbox {
   std::atomic<std::uint32_t> state{0};  // NodeState
   std::atomic<std::int32_t> pid{0};
@@ -46,6 +61,7 @@ struct alignas(64) NodeMailbox {
   char command[kCommandBytes];
   char result[kResultBytes];
   shm::Doorbell node_bell;  // rung after every post (see the protocol above)
+  PeerHealthBoard peer_health;
 };
 
 // Run-time commands for ethx-switch (`ethx fault`), JSON text as the node mailboxes carry: the
