@@ -290,7 +290,10 @@ int sim(int argc, char** argv) {
       "topology", po::value(&options.topology)->default_value("single"), "single | leaf-spine")(
       "repeat", po::value(&options.repeat)->default_value(1), "run the workload R times")(
       "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
-      "config", po::value(&options.config_path), "topology file (default: embedded)");
+      "config", po::value(&options.config_path), "topology file (default: embedded)")(
+      "link-down", po::value(&options.link_down),
+      "GPU@TIME_NS[-UNTIL_NS]: GPU's switch port goes down at modelled time TIME_NS (and up "
+      "at UNTIL_NS); repeatable");
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   if (vm.count("bytes")) options.bytes = bytes;

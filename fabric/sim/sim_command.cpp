@@ -10,8 +10,10 @@
 namespace ethx::sim {
 
 SimReport simulate(const TopologyConfig& config, TopologyKind topology, WorkloadKind workload,
-                   std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat) {
+                   std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat,
+                   const std::vector<LinkFault>& link_faults) {
   SimFabric fabric(config, topology);
+  fabric.schedule_link_faults(link_faults);
   WorkloadParams params;
   params.gpus = config.gpu_count;
   params.bytes = bytes;
@@ -46,10 +48,11 @@ int run(const SimOptions& options) {
   TopologyConfig config = load_topology(options.config_path, options.gpus);
   const std::uint64_t bytes =
       options.bytes.value_or(workload == WorkloadKind::kLoadLatency ? 8 : 4096);
+  const std::vector<LinkFault> link_faults = parse_link_faults(options.link_down, config.gpu_count);
 
   const auto start = std::chrono::steady_clock::now();
   const SimReport report =
-      simulate(config, topology, workload, bytes, options.seed, options.repeat);
+      simulate(config, topology, workload, bytes, options.seed, options.repeat, link_faults);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

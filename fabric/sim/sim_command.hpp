@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fabric/config/topology_config.hpp"
+#include "fabric/sim/sim_link_faults.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
@@ -22,12 +24,14 @@ struct SimOptions {
   std::uint64_t repeat = 1;
   bool json = false;
   std::string config_path;
+  std::vector<std::string> link_down;  // --link-down GPU@TIME_NS[-UNTIL_NS], repeatable
 };
 
-// Runs one simulation of an already loaded config; throws std::invalid_argument on bad
-// options.
+// Runs one simulation of an already loaded config, with `link_faults` scheduled; throws
+// std::invalid_argument on bad options.
 SimReport simulate(const TopologyConfig& config, TopologyKind topology, WorkloadKind workload,
-                   std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat);
+                   std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat,
+                   const std::vector<LinkFault>& link_faults = {});
 
 // The whole command; returns the exit status (1 if the workload did not complete).
 int run_sim_command(const SimOptions& options);

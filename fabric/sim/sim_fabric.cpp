@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace ethx::sim {
 namespace {
 
 enum EventKind : std::uint32_t {
-  kIssue,    // target GPU: hand the next decided operation to the engine
-  kTxDone,   // target link: the wire is free and a frame is waiting
-  kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
-  kDeliver,  // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
-  kWake,     // target GPU: the engine asked to be polled (timeouts)
-  kRelease,  // target switch: frames a delay spike held may move on
+  kIssue,      // target GPU: hand the next decided operation to the engine
+  kTxDone,     // target link: the wire is free and a frame is waiting
+  kArrival,    // target link, arg its first in-flight frame's slot: the frame reached the switch
+  kDeliver,    // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
+  kWake,       // target GPU: the engine asked to be polled (timeouts)
+  kRelease,    // target switch: frames a delay spike held may move on
+  kLinkFault,  // target GPU, arg 1 down / 0 up: its switch port's link state changes
 };
 
 // Request transactions in a frame, read from the headers without checking the CRC (the
@@ -56,6 +59,9 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
   }
   release_scheduled_ns_.assign(switches_.size(), kNoRelease);
+  for (const auto& core : switches_) {  // [[fault]] link = "down" starts a port down
+    for (PortId port = 0; port < core->port_count(); ++port) links_down_ += !core->port_up(port);
+  }
 }
 
 SimFabric::~SimFabric() = default;
@@ -80,12 +86,33 @@ void SimFabric::release_slot(std::uint32_t slot) {
   free_slots_.push_back(slot);
 }
 
+void SimFabric::schedule_link_faults(const std::vector<LinkFault>& faults) {
+  for (const LinkFault& fault : faults) {
+    const TimeNs last_ns = fault.up_ns.value_or(fault.down_ns);
+    if (fault.gpu >= gpus_.size() || last_ns > kMaxLinkFaultNs) {
+      throw std::invalid_argument("--link-down " + to_string(fault) +
+                                  ": GPU out of range or time "
+                                  "past " +
+                                  std::to_string(kMaxLinkFaultNs) + " ns");
+    }
+    queue_.push(fault.down_ns * kPsPerNs, kLinkFault, fault.gpu, 1);
+    ++timers_pending_;
+    if (fault.up_ns) {
+      queue_.push(*fault.up_ns * kPsPerNs, kLinkFault, fault.gpu, 0);
+      ++timers_pending_;
+    }
+    report_.link_faults.push_back(fault);
+  }
+}
+
 SimReport SimFabric::run(Workload& workload) {
   workload_ = &workload;
+  workload_done_ = workload.done();
   for (std::size_t gpu = 0; gpu < gpus_.size(); ++gpu) try_issue(static_cast<GpuId>(gpu));
   std::uint64_t events = 0;
-  while (!queue_.empty()) {
+  while (!queue_.empty() && !only_endless_timers_left()) {
     const Event event = queue_.pop();
+    if (event.kind == kWake || event.kind == kLinkFault) --timers_pending_;
     // The next event's frame was written long ago (in modelled time, hundreds of thousands of
     // events) and is cold: start fetching it while this event runs.
     if (!queue_.empty()) prefetch(queue_.top());
@@ -93,7 +120,15 @@ SimReport SimFabric::run(Workload& workload) {
     ++events;
     dispatch(event);
   }
+  fill_report(workload, events);
+  return report_;
+}
 
+bool SimFabric::only_endless_timers_left() const {
+  return workload_done_ && queue_.size() == timers_pending_ && (links_down_ > 0 || peers_down_ > 0);
+}
+
+void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
   SimReport& r = report_;
   r.gpus = gpus_.size();
   r.link_rate_gbps = config_.link_rate_gbps;
@@ -114,6 +149,12 @@ SimReport SimFabric::run(Workload& workload) {
     r.link_frames += link.frames_sent;
     r.link_wire_bytes += link.wire_bytes_sent;
   }
+  add_switch_reports();
+  add_liveness_report();
+}
+
+void SimFabric::add_switch_reports() {
+  SimReport& r = report_;
   for (std::size_t index = 0; index < switches_.size(); ++index) {
     const SwitchCore& core = *switches_[index];
     SwitchReport s;
@@ -128,12 +169,25 @@ SimReport SimFabric::run(Workload& workload) {
       s.drops_queue_full += c.drops_queue_full;
       s.drops += c.drops_malformed + c.drops_queue_full + c.drops_unknown_destination +
                  c.drops_hairpin + c.drops_link_down;
+      r.drops_link_down += c.drops_link_down;
     }
     r.drops += s.drops;
     r.drops_queue_full += s.drops_queue_full;
     r.switches.push_back(std::move(s));
   }
-  return r;
+}
+
+void SimFabric::add_liveness_report() {
+  LivenessReport& l = report_.liveness;
+  for (Gpu& state : gpus_) {
+    const RequesterCounters& c = state.endpoint->requester().counters();
+    l.peers_marked_down += c.peers_marked_down;
+    l.peers_marked_up += c.peers_marked_up;
+    l.ops_fast_failed += c.ops_fast_failed;
+    l.posted_writes_dropped += c.posted_writes_dropped;
+    l.probes_sent += c.probes_sent;
+    l.probes_answered += c.probes_answered;
+  }
 }
 
 void SimFabric::prefetch(const Event& event) const {
@@ -161,6 +215,9 @@ void SimFabric::dispatch(const Event& event) {
       break;
     case kRelease:
       on_release(event.target);
+      break;
+    case kLinkFault:
+      on_link_fault(static_cast<GpuId>(event.target), event.arg != 0);
       break;
     default:
       break;
@@ -223,32 +280,54 @@ void SimFabric::after_engine(GpuId gpu) {
     if (wake_ps < state.wake_pending) {
       state.wake_pending = std::max(wake_ps, now_);
       queue_.push(state.wake_pending, kWake, gpu);
+      ++timers_pending_;
     }
   }
   effects_.clear();
 
   Requester& requester = state.endpoint->requester();
+  note_liveness(state);
   bool any = false;
   wake_.clear();
   while (auto completion = requester.take_completion()) {
     any = true;
-    const OpRecord& record = state.ops[completion->id - 1];
-    latencies_.push_back(now_ - record.decided_ps);
-    report_.makespan_ps = std::max(report_.makespan_ps, now_);
-    if (completion->ok()) {
-      ++report_.ops_ok;
-      report_.payload_bytes += record.bytes;
-    } else {
-      ++report_.ops_failed;
-      if (completion->status == wire::Status::kTimeout) ++report_.timeouts;
-    }
+    count_completion(*completion, state.ops[completion->id - 1]);
     workload_->completed(gpu, wake_);
   }
   if (!any) return;
+  workload_done_ = workload_->done();
   const std::vector<GpuId> others = wake_;  // try_issue may not reenter after_engine
   try_issue(gpu);
   for (GpuId other : others) {
     if (other != gpu) try_issue(other);
+  }
+}
+
+void SimFabric::count_completion(const Completion& completion, const OpRecord& record) {
+  latencies_.push_back(now_ - record.decided_ps);
+  report_.makespan_ps = std::max(report_.makespan_ps, now_);
+  if (completion.ok()) {
+    ++report_.ops_ok;
+    report_.payload_bytes += record.bytes;
+    return;
+  }
+  ++report_.ops_failed;
+  if (completion.status == wire::Status::kTimeout) ++report_.timeouts;
+  if (completion.status == wire::Status::kUnreachable) ++report_.unreachable;
+}
+
+void SimFabric::note_liveness(Gpu& state) {
+  const RequesterCounters& counters = state.endpoint->requester().counters();
+  LivenessReport& liveness = report_.liveness;
+  if (counters.peers_marked_down != state.seen_marked_down) {
+    peers_down_ += counters.peers_marked_down - state.seen_marked_down;
+    state.seen_marked_down = counters.peers_marked_down;
+    if (!liveness.first_down_ps) liveness.first_down_ps = now_;
+  }
+  if (counters.peers_marked_up != state.seen_marked_up) {
+    peers_down_ -= counters.peers_marked_up - state.seen_marked_up;
+    state.seen_marked_up = counters.peers_marked_up;
+    if (!liveness.first_up_ps) liveness.first_up_ps = now_;
   }
 }
 
@@ -381,6 +460,20 @@ void SimFabric::on_wake(GpuId gpu) {
   effects_.clear();
   state.endpoint->poll(now_ns(), effects_);
   after_engine(gpu);
+}
+
+void SimFabric::on_link_fault(GpuId gpu, bool down) {
+  // The GPU's cable ends on the switch port its transmit link leads to.
+  const LinkEnd port = links_[topology_.gpu_tx_link[gpu]].to;
+  SwitchCore& core = *switches_[port.node];
+  PortFaults faults = core.faults(port.port);  // keeps the config's [[fault]] rates
+  faults.link_down = down;
+  const bool was_up = core.port_up(port.port);
+  core.set_faults(port.port, faults);
+  if (was_up && down) ++links_down_;
+  if (!was_up && !down) --links_down_;
+  // Taking the port down dropped what it held, so the earliest release may have moved.
+  schedule_release(port.node);
 }
 
 }  // namespace ethx::sim

@@ -11,6 +11,8 @@
 //     (tail drop at switch.egress_queue_bytes, counted by the core), drained at link rate;
 //   - completer: sim.completer_ns per request transaction, served one at a time; a frame that
 //     carries requests reaches the endpoint when the last of them has been served.
+// Faults: the config's [[fault]] tables act in the SwitchCores; link-down faults
+// (schedule_link_faults) take a GPU's switch port down, and up again, at modelled times.
 // Everything is deterministic: the event queue orders ties by insertion, and nothing reads a
 // clock or iterates an unordered container to decide what happens next.
 #pragma once
@@ -23,6 +25,7 @@
 
 #include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
+#include "fabric/sim/sim_link_faults.hpp"
 #include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
@@ -39,8 +42,15 @@ class SimFabric {
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
 
-  // Runs `workload` until no event is left (every operation completed or timed out) and
-  // returns the report (its name fields are left for the caller). Call once per SimFabric.
+  // Takes each fault's GPU link down (and up) at its times during run(). Call before run().
+  // Throws std::invalid_argument naming --link-down for a GPU outside the fabric or a time
+  // past kMaxLinkFaultNs.
+  void schedule_link_faults(const std::vector<LinkFault>& faults);
+
+  // Runs `workload` until no event is left, or until it is done and only timers are left
+  // while a link or a peer is down (a requester probes a down peer, and a go-back-N sender
+  // resends to it, for ever), and returns the report (its name fields are left for the
+  // caller). Call once per SimFabric.
   SimReport run(Workload& workload);
 
   // Largest operation the workloads may issue: needs at most half the requester's tags.
@@ -76,6 +86,9 @@ class SimFabric {
     std::array<std::deque<Link::InFlight>, 2> delivering;
     TimePs wake_pending = UINT64_MAX;
     std::vector<OpRecord> ops;  // by OpId - 1
+    // The requester's liveness transitions already seen (to time the first of each).
+    std::uint64_t seen_marked_down = 0;
+    std::uint64_t seen_marked_up = 0;
   };
 
   void dispatch(const Event& event);
@@ -86,6 +99,8 @@ class SimFabric {
   void on_arrival(std::uint32_t link_index);
   void on_deliver(GpuId gpu, std::uint32_t fifo);
   void on_wake(GpuId gpu);
+  // --link-down: GPU `gpu`'s switch port goes down (or comes back up).
+  void on_link_fault(GpuId gpu, bool down);
   // Delay spikes (switch_core.hpp): forwards what switch `sw` held until now.
   void on_release(std::uint32_t sw);
   // Schedules on_release for switch `sw`'s earliest held frame, unless one is scheduled then.
@@ -93,6 +108,13 @@ class SimFabric {
   void kick_touched(std::uint32_t sw);
   // Handles what an endpoint call produced: frames to the NIC, wake-ups, completions.
   void after_engine(GpuId gpu);
+  void count_completion(const Completion& completion, const OpRecord& record);
+  // Notes the time of the first peer marked down and up again, from the requester's counters.
+  void note_liveness(Gpu& state);
+  bool only_endless_timers_left() const;
+  void fill_report(const Workload& workload, std::uint64_t events);
+  void add_switch_reports();
+  void add_liveness_report();
   // A switch queued a frame for the link: start it now, or make sure one starts when the wire
   // is free.
   void kick(std::uint32_t link_index);
@@ -117,6 +139,11 @@ class SimFabric {
   TimePs now_ = 0;
   TimePs issue_ps_, completer_ps_;
   Workload* workload_ = nullptr;
+  bool workload_done_ = false;
+  // Events in the queue that are timers (wake-ups, link faults), not work in progress.
+  std::size_t timers_pending_ = 0;
+  std::size_t links_down_ = 0;  // switch ports down now
+  std::size_t peers_down_ = 0;  // (requester, peer) pairs marked down now
   Effects effects_;
   std::vector<PortId> touched_;
   std::vector<GpuId> wake_;

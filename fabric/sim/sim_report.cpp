@@ -40,6 +40,54 @@ __attribute__((format(printf, 2, 3))) void add(std::string& text, const char* fo
   text += line;
 }
 
+nlohmann::ordered_json optional_ns(const std::optional<std::uint64_t>& ps) {
+  if (!ps) return nullptr;
+  return ns(*ps);
+}
+
+nlohmann::ordered_json link_faults_json(const std::vector<LinkFault>& faults) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const LinkFault& fault : faults) {
+    nlohmann::ordered_json up = nullptr;
+    if (fault.up_ns) up = *fault.up_ns;
+    out.push_back({{"gpu", fault.gpu}, {"down_ns", fault.down_ns}, {"up_ns", up}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json liveness_json(const LivenessReport& l) {
+  return {{"peers_marked_down", l.peers_marked_down},
+          {"peers_marked_up", l.peers_marked_up},
+          {"ops_fast_failed", l.ops_fast_failed},
+          {"posted_writes_dropped", l.posted_writes_dropped},
+          {"probes_sent", l.probes_sent},
+          {"probes_answered", l.probes_answered},
+          {"first_down_ns", optional_ns(l.first_down_ps)},
+          {"first_up_ns", optional_ns(l.first_up_ps)}};
+}
+
+// " (first at 12.345 ns)", or nothing when it never happened.
+std::string first_at(const std::optional<std::uint64_t>& ps) {
+  if (!ps) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, " (first at %.3f ns)", ns(*ps));
+  return text;
+}
+
+void add_faults_and_liveness(std::string& text, const SimReport& r) {
+  for (const LinkFault& fault : r.link_faults) {
+    add(text, "%-22s GPU %u at %llu ns", "link down", static_cast<unsigned>(fault.gpu),
+        u(fault.down_ns));
+    if (fault.up_ns) add(text, ", up at %llu ns", u(*fault.up_ns));
+    add(text, "\n");
+  }
+  const LivenessReport& l = r.liveness;
+  add(text, "%-22s %llu peers marked down%s, %llu up%s\n", "peer liveness", u(l.peers_marked_down),
+      first_at(l.first_down_ps).c_str(), u(l.peers_marked_up), first_at(l.first_up_ps).c_str());
+  add(text, "%-22s %llu ops fast-failed, %llu posted writes dropped, %llu probes (%llu answered)\n",
+      "", u(l.ops_fast_failed), u(l.posted_writes_dropped), u(l.probes_sent), u(l.probes_answered));
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const SimReport& r) {
@@ -67,10 +115,12 @@ nlohmann::ordered_json to_json(const SimReport& r) {
                   {"issue_ns", r.issue_ns},
                   {"completer_ns", r.completer_ns},
                   {"nic_latency_ns", r.nic_latency_ns}};
+  out["link_down"] = link_faults_json(r.link_faults);
   out["complete"] = r.complete;
   out["ops_ok"] = r.ops_ok;
   out["ops_failed"] = r.ops_failed;
   out["timeouts"] = r.timeouts;
+  out["unreachable"] = r.unreachable;
   out["latency_ns"] = {
       {"p50", ns(r.latency_p50_ps)}, {"p99", ns(r.latency_p99_ps)}, {"max", ns(r.latency_max_ps)}};
   out["makespan_ns"] = ns(r.makespan_ps);
@@ -82,6 +132,8 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   out["events"] = r.events;
   out["drops"] = r.drops;
   out["drops_queue_full"] = r.drops_queue_full;
+  out["drops_link_down"] = r.drops_link_down;
+  out["liveness"] = liveness_json(r.liveness);
   std::uint64_t deepest = 0;
   for (const SwitchReport& s : r.switches) deepest = std::max(deepest, s.max_queue_bytes);
   out["max_queue_bytes"] = deepest;
@@ -93,8 +145,9 @@ std::string format_table(const SimReport& r) {
   std::string text;
   add(text, "ethx sim: %llu GPUs, %s, %s, %llu B, seed %llu, repeat %llu (modelled time)\n\n",
       u(r.gpus), r.topology.c_str(), r.workload.c_str(), u(r.bytes), u(r.seed), u(r.repeat));
-  add(text, "%-22s %llu ok, %llu failed (%llu timeouts)%s\n", "operations", u(r.ops_ok),
-      u(r.ops_failed), u(r.timeouts), r.complete ? "" : ", WORKLOAD INCOMPLETE");
+  add(text, "%-22s %llu ok, %llu failed (%llu timeouts, %llu unreachable)%s\n", "operations",
+      u(r.ops_ok), u(r.ops_failed), u(r.timeouts), u(r.unreachable),
+      r.complete ? "" : ", WORKLOAD INCOMPLETE");
   add(text, "%-22s p50 %.3f  p99 %.3f  max %.3f\n", "latency ns", ns(r.latency_p50_ps),
       ns(r.latency_p99_ps), ns(r.latency_max_ps));
   add(text, "%-22s %.3f\n", "makespan ns", ns(r.makespan_ps));
@@ -102,7 +155,9 @@ std::string format_table(const SimReport& r) {
       r.bandwidth_gbps());
   add(text, "%-22s %llu to GPUs, %llu link transmissions, %llu wire bytes\n", "frames",
       u(r.frames_delivered), u(r.link_frames), u(r.link_wire_bytes));
-  add(text, "%-22s %llu (queue full %llu)\n", "switch drops", u(r.drops), u(r.drops_queue_full));
+  add(text, "%-22s %llu (queue full %llu, link down %llu)\n", "switch drops", u(r.drops),
+      u(r.drops_queue_full), u(r.drops_link_down));
+  add_faults_and_liveness(text, r);
   add(text, "%-22s %llu\n", "events", u(r.events));
   add(text, "\n%-10s %6s %14s %14s %14s %10s\n", "switch", "ports", "rx frames", "tx frames",
       "max queue B", "drops");

@@ -4,8 +4,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "fabric/sim/sim_link_faults.hpp"
 
 namespace ethx::sim {
 
@@ -17,6 +20,19 @@ struct SwitchReport {
   std::uint64_t max_queue_bytes = 0;  // deepest any egress queue of this switch has been
   std::uint64_t drops = 0;            // every reason
   std::uint64_t drops_queue_full = 0;
+};
+
+// The requesters' peer-liveness counters (packet-engine/requester.hpp), summed over every GPU,
+// and when the first transitions happened.
+struct LivenessReport {
+  std::uint64_t peers_marked_down = 0;
+  std::uint64_t peers_marked_up = 0;
+  std::uint64_t ops_fast_failed = 0;
+  std::uint64_t posted_writes_dropped = 0;
+  std::uint64_t probes_sent = 0;
+  std::uint64_t probes_answered = 0;
+  std::optional<std::uint64_t> first_down_ps;  // a requester first marked a peer down
+  std::optional<std::uint64_t> first_up_ps;    // a requester first marked a peer up again
 };
 
 struct SimReport {
@@ -35,11 +51,13 @@ struct SimReport {
   std::uint64_t issue_ns = 0;
   std::uint64_t completer_ns = 0;
   std::uint64_t nic_latency_ns = 0;
+  std::vector<LinkFault> link_faults;  // --link-down, in the order given
   // Results.
   std::uint64_t ops_ok = 0;
   std::uint64_t ops_failed = 0;
-  std::uint64_t timeouts = 0;  // failed ops whose status is timeout
-  bool complete = false;       // the workload finished (every op issued and completed)
+  std::uint64_t timeouts = 0;     // failed ops whose status is timeout
+  std::uint64_t unreachable = 0;  // failed ops whose status is unreachable (peer marked down)
+  bool complete = false;          // the workload finished (every op issued and completed)
   std::uint64_t latency_p50_ps = 0;
   std::uint64_t latency_p99_ps = 0;
   std::uint64_t latency_max_ps = 0;
@@ -51,6 +69,8 @@ struct SimReport {
   std::uint64_t events = 0;
   std::uint64_t drops = 0;
   std::uint64_t drops_queue_full = 0;
+  std::uint64_t drops_link_down = 0;  // frames lost at a port that was down
+  LivenessReport liveness;
   std::vector<SwitchReport> switches;
 
   double bandwidth_gbps() const;  // payload bits / makespan
