@@ -132,7 +132,7 @@ std::string headline(const RunState& state, bool all_present, std::size_t cut_of
   if (state.phase != "up") return "starting";
   // A peer marked down is a fact about the wire (a fault, a dead process) that the engine
   // recovers from by itself; only a missing process or namespace makes the fabric DEGRADED.
-  const std::string base = all_present ? "running" : "DEGRADED";
+  std::string base = all_present ? "running" : "DEGRADED";
   if (cut_off_gpus == 0) return base;
   return base + ", " + std::to_string(cut_off_gpus) + " GPU(s) with a peer marked down";
 }

@@ -44,5 +44,4 @@ struct GuestOptions {
 // prints its output, returns its exit status.
 int run_guest(const GuestOptions& options);
 
-
 }  // namespace ethx
