@@ -31,6 +31,7 @@ namespace {
 
 using test::CommandResult;
 using test::ethx_binary;
+using test::processes_of_tag;
 using test::run_command;
 
 std::string requirement_missing(const std::string& transport) {
@@ -61,27 +62,6 @@ std::string leftovers_of_run(pid_t pid) {
   }
   if (std::filesystem::exists("/run/ethx/bench/" + bench_tag(pid))) {
     found += "/run/ethx/bench/" + bench_tag(pid) + "\n";
-  }
-  return found;
-}
-
-// PIDs of processes whose command line has `--netns-tag <tag>` (the run's switch and nodes).
-std::vector<pid_t> processes_of_tag(const std::string& tag) {
-  std::vector<pid_t> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find("--netns-tag " + tag + " ") != std::string::npos ||
-        cmdline.ends_with("--netns-tag " + tag + " ")) {
-      std::ifstream stat(entry.path() / "stat");
-      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-      const std::size_t close = text.rfind(')');
-      if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z') continue;
-      found.push_back(static_cast<pid_t>(std::stol(name)));
-    }
   }
   return found;
 }
@@ -143,9 +123,9 @@ TEST_P(BenchTransport, SigkillOfTheCoordinatorLeavesNothingTheNextReapCannotRemo
   ASSERT_EQ(::kill(bench.pid(), SIGKILL), 0);
   ASSERT_TRUE(bench.wait_exit(10'000));
   // The switch and nodes get SIGTERM from the kernel (PR_SET_PDEATHSIG) and exit.
-  while (!processes_of_tag(tag).empty()) {
+  for (auto left = processes_of_tag(tag); !left.empty(); left = processes_of_tag(tag)) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-        << "still running after the coordinator was killed: " << processes_of_tag(tag).front();
+        << "still running after the coordinator was killed: " << left.front().command_line;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // The namespaces outlive the processes; the next `ethx bench` (or this) removes them.
