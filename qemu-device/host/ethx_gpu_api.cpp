@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "qemu-device/ethx_gpu_regs.h"
@@ -135,6 +136,19 @@ int ethx_gpu_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t
                    uint64_t* fault_addr) {
   try {
     return finish(gpu->device->store(window_addr, width, value), nullptr, fault_addr);
+  } catch (const std::exception& failure) {
+    log_internal("store", failure.what());
+    return internal_error("store", window_addr, nullptr, fault_addr);
+  }
+}
+
+int ethx_gpu_try_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t value,
+                       uint64_t* fault_addr) {
+  try {
+    const std::optional<ethx::DeviceResult> queued =
+        gpu->device->try_store(window_addr, width, value);
+    if (!queued) return ETHX_GPU_QUEUE_FULL;
+    return finish(*queued, nullptr, fault_addr);
   } catch (const std::exception& failure) {
     log_internal("store", failure.what());
     return internal_error("store", window_addr, nullptr, fault_addr);

@@ -4,8 +4,9 @@
  * QEMU's C code can include it; no C++ exception crosses it (every function catches and reports).
  *
  * Threads: ethx_gpu_load/store/atomic may be called from any thread (vCPUs) concurrently;
- * loads and atomics block until the fabric answers or the engine's timeout fires, so callers
- * holding a lock others need (QEMU's big lock) should drop it around them. The copy callback
+ * loads and atomics block until the fabric answers or the engine's timeout fires, and a store
+ * blocks while the queue of posted stores is full, so callers holding a lock others need
+ * (QEMU's big lock) should drop it around them (or use ethx_gpu_try_store first). The copy callback
  * runs on the handle's own service thread, or on a thread waiting in ethx_gpu_load/atomic
  * (which drives the engine while it waits); it must not block.
  */
@@ -59,6 +60,14 @@ int ethx_gpu_load(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t*
                   uint64_t* fault_addr);
 int ethx_gpu_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t value,
                    uint64_t* fault_addr);
+/*
+ * A store that never waits: ETHX_GPU_QUEUE_FULL (nothing queued, nothing counted) when the
+ * device's queue of posted stores is full, else what ethx_gpu_store returns. A caller holding
+ * a lock others need tries this first and drops the lock only to wait in ethx_gpu_store.
+ */
+#define ETHX_GPU_QUEUE_FULL (-1)
+int ethx_gpu_try_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint64_t value,
+                       uint64_t* fault_addr);
 int ethx_gpu_atomic(ethx_gpu* gpu, int op, uint64_t window_addr, unsigned width, uint64_t operand,
                     uint64_t compare, uint64_t* old_value, uint64_t* fault_addr);
 

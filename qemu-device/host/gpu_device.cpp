@@ -250,18 +250,22 @@ bool GpuDevice::translate_one(std::uint64_t window_addr, unsigned width, Access 
   return true;
 }
 
-void GpuDevice::enqueue(std::shared_ptr<Request> request) {
+bool GpuDevice::enqueue(std::shared_ptr<Request> request, bool wait_for_room) {
   {
     std::unique_lock lock(impl_->mutex);
-    impl_->space.wait(
-        lock, [this] { return impl_->incoming.size() < kMaxQueuedRequests || impl_->stop.load(); });
+    const auto room = [this] {
+      return impl_->incoming.size() < kMaxQueuedRequests || impl_->stop.load();
+    };
+    if (!wait_for_room && !room()) return false;
+    impl_->space.wait(lock, room);
     impl_->incoming.push_back(std::move(request));
     // Already set: the requests queued since the engine's owner last took them have already
     // woken it (or a driving vCPU takes them); an interrupt per store would cost a system call
     // per MMIO store.
-    if (impl_->has_incoming.exchange(true)) return;
+    if (impl_->has_incoming.exchange(true)) return true;
   }
   impl_->port->interrupt();
+  return true;
 }
 
 // The waiting vCPU drives the engine itself instead of handing the request to the service
@@ -338,12 +342,25 @@ DeviceResult GpuDevice::load(std::uint64_t window_addr, unsigned width) {
 }
 
 DeviceResult GpuDevice::store(std::uint64_t window_addr, unsigned width, std::uint64_t value) {
-  ++impl_->stores;
+  return *queue_store(window_addr, width, value, true);
+}
+
+std::optional<DeviceResult> GpuDevice::try_store(std::uint64_t window_addr, unsigned width,
+                                                 std::uint64_t value) {
+  return queue_store(window_addr, width, value, false);
+}
+
+std::optional<DeviceResult> GpuDevice::queue_store(std::uint64_t window_addr, unsigned width,
+                                                   std::uint64_t value, bool wait_for_room) {
   DeviceResult error;
   auto request = prepare(Request::Kind::kStore, window_addr, width, error);
-  if (!request) return error;
+  if (!request) {
+    ++impl_->stores;
+    return error;
+  }
   request->value = value;
-  enqueue(std::move(request));
+  if (!enqueue(std::move(request), wait_for_room)) return std::nullopt;
+  ++impl_->stores;
   return DeviceResult{};
 }
 

@@ -99,7 +99,14 @@ class GpuDevice {
   DeviceResult load(std::uint64_t window_addr, unsigned width);
   // Posted: returns once queued; only address errors are reported here (remote failures of a
   // posted write are counted by the target).
+  // Waits for room when kMaxQueuedRequests stores are queued already.
   DeviceResult store(std::uint64_t window_addr, unsigned width, std::uint64_t value);
+  // The same, but never waits: nullopt (nothing queued, nothing counted) when the queue is
+  // full. QEMU's store handler holds the big lock; it tries this first and drops the lock only
+  // to wait in store() (a vCPU blocked under the big lock stops the VM's main loop: serial
+  // ports, timers, virtio).
+  std::optional<DeviceResult> try_store(std::uint64_t window_addr, unsigned width,
+                                        std::uint64_t value);
   // Blocks until the old value arrives. width 4 or 8, naturally aligned.
   DeviceResult atomic(AtomicOp op, std::uint64_t window_addr, unsigned width, std::uint64_t operand,
                       std::uint64_t compare);
@@ -127,7 +134,10 @@ class GpuDevice {
   std::shared_ptr<Request> prepare(RequestKind kind, std::uint64_t window_addr, unsigned width,
                                    DeviceResult& error);
   DeviceResult submit_and_wait(const std::shared_ptr<Request>& request);
-  void enqueue(std::shared_ptr<Request> request);
+  std::optional<DeviceResult> queue_store(std::uint64_t window_addr, unsigned width,
+                                          std::uint64_t value, bool wait_for_room);
+  // False (nothing queued) if the queue is full and `wait_for_room` is false.
+  bool enqueue(std::shared_ptr<Request> request, bool wait_for_room);
   void serve();
   // Engine owner only (Impl::engine held).
   void take_incoming();

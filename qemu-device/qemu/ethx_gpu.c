@@ -269,7 +269,11 @@ static uint64_t ethx_gpu_window_read(void *opaque, hwaddr addr, unsigned size)
     return value;
 }
 
-/* Stores are posted: queued for the service thread, nothing to wait for. */
+/*
+ * Stores are posted: queued for the service thread. Only a full queue makes one wait, and that
+ * wait happens without the big lock: a vCPU blocked while holding it would stop the VM's main
+ * loop (serial ports, timers, virtio) for as long as the guest keeps storing.
+ */
 static void ethx_gpu_window_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
 {
     EthxGpuState *s = opaque;
@@ -280,7 +284,12 @@ static void ethx_gpu_window_write(void *opaque, hwaddr addr, uint64_t value, uns
         ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, addr);
         return;
     }
-    status = ethx_gpu_store(s->gpu, addr, size, value, &fault);
+    status = ethx_gpu_try_store(s->gpu, addr, size, value, &fault);
+    if (status == ETHX_GPU_QUEUE_FULL) {
+        qemu_mutex_unlock_iothread();
+        status = ethx_gpu_store(s->gpu, addr, size, value, &fault);
+        qemu_mutex_lock_iothread();
+    }
     if (status != ETHX_GPU_OK) {
         ethx_gpu_latch_status(s, status, fault, "store");
     }

@@ -171,6 +171,35 @@ TEST_F(GpuDeviceTest, StoresFromManyThreadsAreAllVisibleAfterFlushAll) {
   EXPECT_EQ(wrong, 0);
 }
 
+// QEMU's store handler tries first and waits (in store()) only without its big lock: a full
+// queue refuses a try_store without queueing or counting it, and the store that follows keeps
+// the order, so every value lands and each store is counted once.
+TEST_F(GpuDeviceTest, ATryStoreThatFindsTheQueueFullQueuesNothingAndTheWaitingStoreFollows) {
+  constexpr int kStores = 20 * 1024;  // five times the queue: it fills unless drained faster
+  int refused = 0;
+  for (int i = 0; i < kStores; ++i) {
+    const std::uint64_t offset = 0x80000 + (i % 1024) * 8;
+    const std::uint64_t value = static_cast<std::uint64_t>(i);
+    std::optional<DeviceResult> queued = devices_[0]->try_store(window(1, offset), 8, value);
+    if (!queued) {
+      ++refused;
+      queued = devices_[0]->store(window(1, offset), 8, value);
+    }
+    ASSERT_EQ(queued->status, DeviceStatus::kOk);
+  }
+  ASSERT_EQ(devices_[0]->flush_all().status, DeviceStatus::kOk);
+  int wrong = 0;
+  for (int slot = 0; slot < 1024; ++slot) {  // the last value written to each slot
+    std::uint64_t value = 0;
+    std::memcpy(&value, devices_[1]->hbm().data() + 0x80000 + slot * 8, 8);
+    wrong += value != static_cast<std::uint64_t>(kStores - 1024 + slot);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(devices_[0]->counters().stores, static_cast<std::uint64_t>(kStores));  // once each
+  EXPECT_EQ(devices_[0]->try_store(window(1, 0), 3, 0)->status, DeviceStatus::kBadWidth)
+      << "a bad access is an answer, not a full queue (refused " << refused << ")";
+}
+
 // A thread that loads drives the engine itself; what it queued before (posted stores, more than
 // the port's backlog allows at once) must still reach the target first. Meanwhile another thread
 // of the same device drives its own loads, and another device loads from this one, whose
