@@ -61,8 +61,8 @@ SweepPlan sweep_plan(bool quick) {
 }
 
 VmBenchPlan vm_plan(bool quick) {
-  if (quick) return VmBenchPlan{500, 2, 16ull << 10};
-  return VmBenchPlan{2000, 4, 256ull << 10};
+  if (quick) return VmBenchPlan{500, 2, 16ull << 10, 16ull << 20};
+  return VmBenchPlan{2000, 4, 256ull << 10, 64ull << 20};
 }
 
 PerftestPlan perftest_plan(bool quick) {

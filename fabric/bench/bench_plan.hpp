@@ -53,6 +53,9 @@ struct VmBenchPlan {
   std::uint32_t echo_samples_per_round = 0;
   std::uint32_t latency_rounds = 0;
   std::uint64_t all_to_all_bytes_per_peer = 0;
+  // The host-process read bandwidth copies are held against: 4 KiB reads, 32 outstanding, from
+  // one ethx-node to another over the VMs' transport.
+  std::uint64_t host_read_total_bytes = 0;
 };
 
 // The Soft-RoCE perftest runs of `ethx compare` (softroce_suite.cpp), WRITE and READ each.

@@ -70,6 +70,17 @@ class EchoBaseline {
     p99_ns_.push_back(static_cast<double>(echo.p99_ns));
   }
 
+  // The host-process 4 KiB read bandwidth over the same transport (node 0 reading node 1).
+  double read_bandwidth_gbps(std::uint64_t total_bytes) {
+    const protocol::ThroughputResult reads =
+        fabric_.client().call(0, protocol::ReadBandwidthCommand{.peer = 1,
+                                                                .size_bytes = kHostReadBytes,
+                                                                .total_bytes = total_bytes,
+                                                                .outstanding = 32});
+    return reads.gbps;
+  }
+  static constexpr std::uint32_t kHostReadBytes = 4096;
+
   json result() const {
     json rounds = json::array();
     for (double p50 : p50_ns_) rounds.push_back(rounded(p50));
@@ -99,6 +110,45 @@ struct VmTarget {
   std::string config_path;
   std::string stats_file;  // attached fabrics: the switch's live counters
 };
+
+// The copy engine's figures (VM 0's bench, peer -> local): latency and bandwidth per size, and
+// the two ratios the copy engine is held to: a 4 KiB copy against a window load, a 1 MiB copy
+// against host processes reading 4 KiB blocks over the same transport.
+json copy_report(const json& bench, double load_p50_ns, double host_read_gbps) {
+  json latency = json::object();
+  json bandwidth = json::object();
+  for (const json& copy : bench.value("copy", json::array())) {
+    const std::string bytes = std::to_string(copy.value("bytes", std::uint64_t{0}));
+    latency[bytes] = {{"p50", copy.value("p50_ns", std::uint64_t{0})},
+                      {"p99", copy.value("p99_ns", std::uint64_t{0})},
+                      {"samples", copy.value("samples", std::uint64_t{0})}};
+    bandwidth[bytes] = copy.value("gbps", 0.0);
+  }
+  const double copy_4k_p50 = latency.contains("4096") ? latency["4096"]["p50"].get<double>() : 0;
+  const double copy_1m_gbps = bandwidth.value("1048576", 0.0);
+  return {
+      {"copy_latency_ns", latency},
+      {"copy_bandwidth_gbps", bandwidth},
+      {"host_read_bandwidth_gbps", host_read_gbps},
+      {"host_read_bytes", EchoBaseline::kHostReadBytes},
+      {"copy_4k_to_load_p50", load_p50_ns > 0 ? copy_4k_p50 / load_p50_ns : 0.0},
+      {"copy_1m_to_host_read_bandwidth", host_read_gbps > 0 ? copy_1m_gbps / host_read_gbps : 0.0}};
+}
+
+void print_copy_ratios(const json& report) {
+  for (const auto& [bytes, figures] : report["copy_latency_ns"].items()) {
+    std::printf("%-44s %10llu %10llu ns (p50, p99)\n",
+                ("copy engine latency, " + bytes + " B").c_str(),
+                static_cast<unsigned long long>(figures["p50"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(figures["p99"].get<std::uint64_t>()));
+  }
+  std::printf("%-44s %10.2fx the window load p50\n", "copy engine, 4 KiB p50",
+              report["copy_4k_to_load_p50"].get<double>());
+  std::printf("%-44s %10.3f Gbit/s (1 MiB copy: %.2fx)\n",
+              "host processes, 4 KiB reads, 32 outstanding",
+              report["host_read_bandwidth_gbps"].get<double>(),
+              report["copy_1m_to_host_read_bandwidth"].get<double>());
+}
 
 }  // namespace
 
@@ -234,6 +284,7 @@ int run_vm_bench(const BenchOptions& options) {
   }
   echo.measure_round();
   const json baseline = echo.result();
+  const double host_read_gbps = echo.read_bandwidth_gbps(plan.host_read_total_bytes);
 
   // All-to-all: every GPU of every VM writes every other GPU at once (a fabric barrier inside
   // the guests lines them up); a fresh salt per run so stale data cannot verify.
@@ -329,13 +380,8 @@ int run_vm_bench(const BenchOptions& options) {
   report["load_to_trap_plus_baseline_p50"] =
       echo_p50 + trap > 0 ? load_p50 / (echo_p50 + trap) : 0.0;
   report["store_bandwidth_gbps"] = {{"8", number_at(first, {"store", "gbps"})}};
-  json copies = json::object();
-  if (first.contains("copy") && first["copy"].is_array()) {
-    for (const json& copy : first["copy"]) {
-      copies[std::to_string(copy.value("bytes", 0))] = copy.value("gbps", 0.0);
-    }
-  }
-  report["copy_bandwidth_gbps"] = copies;
+  report.update(copy_report(first, load_p50, host_read_gbps));
+  const json& copies = report["copy_bandwidth_gbps"];
   report["atomic_rate_mops"] = number_at(first, {"atomic", "ops_per_s"}) / 1e6;
   report["all_to_all_gbps"] = alltoall_gbps;
   report["all_to_all_bytes_per_peer"] = bytes_per_peer;
@@ -384,6 +430,7 @@ int run_vm_bench(const BenchOptions& options) {
       std::printf("%-44s %10.3f Gbit/s\n", ("copy engine, " + std::to_string(bytes) + " B").c_str(),
                   gbps);
     }
+    print_copy_ratios(report);
     std::printf("%-44s %10.3f Mops/s\n", "atomic fetch-add (command interface)",
                 report["atomic_rate_mops"].get<double>());
     std::printf("%-44s %10.3f Gbit/s (aggregate, %zu GPUs)\n", "all-to-all 8 B stores",

@@ -186,6 +186,15 @@ int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
   }
 }
 
+int ethx_gpu_copy_poll(ethx_gpu* gpu, int64_t budget_ns) {
+  try {
+    return gpu->device->drive_copy(budget_ns) ? 1 : 0;
+  } catch (const std::exception& failure) {
+    log_internal("copy poll", failure.what());
+    return 1;  // the copy's own completion still reports how it ended
+  }
+}
+
 void ethx_gpu_guest_ready(ethx_gpu* gpu) {
   try {
     gpu->device->report_ready();

@@ -76,6 +76,13 @@ typedef void (*ethx_gpu_copy_done)(void* opaque, int status, uint64_t fault_addr
 int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
                   ethx_gpu_copy_done done, void* opaque);
 
+/*
+ * Drives the running copy on the calling thread for at most budget_ns (QEMU: the vCPU reading
+ * COPY_STATUS, with the big lock dropped), so it progresses without waiting for the service
+ * thread. 1 if a copy is still running, 0 if not.
+ */
+int ethx_gpu_copy_poll(ethx_gpu* gpu, int64_t budget_ns);
+
 /* The guest's tools are up: reported to whoever started the fabric (`ethx up --vms`). */
 void ethx_gpu_guest_ready(ethx_gpu* gpu);
 

@@ -75,6 +75,7 @@ struct GpuDeviceCounters {
   std::uint64_t served_requests = 0;  // remote requests this GPU's completer performed
   std::uint64_t copies = 0;
   std::uint64_t copy_bytes = 0;
+  std::uint64_t copy_drives = 0;  // times a polling caller drove the copy (drive_copy)
   std::uint64_t frames_sent = 0;
 };
 
@@ -117,6 +118,10 @@ class GpuDevice {
   // a time).
   using CopyDone = std::function<void(const DeviceResult&)>;
   bool start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done);
+  // Drives the running copy on the calling thread (the engine owned for at most `budget_ns`)
+  // instead of leaving it to the service thread: the copy progresses from the first poll, even
+  // while the service thread naps. Returns whether a copy is still running.
+  bool drive_copy(std::int64_t budget_ns);
   // Waits until every store queued so far is performed at its target: a fabric flush to
   // each GPU written to since the previous flush_all.
   DeviceResult flush_all();
@@ -134,6 +139,12 @@ class GpuDevice {
   std::shared_ptr<Request> prepare(RequestKind kind, std::uint64_t window_addr, unsigned width,
                                    DeviceResult& error);
   DeviceResult submit_and_wait(const std::shared_ptr<Request>& request);
+  // How long a vCPU drives the engine itself for its load or atomic (spinning, then yielding)
+  // before it hands the engine back to the service thread and sleeps. Remote loads take tens
+  // of microseconds here; a timeout or a copy in the way takes longer and is not worth a core.
+  static constexpr std::int64_t kDriveBudgetNs = 1'000'000;
+  void drive_while(const std::function<bool()>& busy, std::int64_t budget_ns = kDriveBudgetNs);
+  void hand_back(std::unique_lock<std::mutex>& engine);
   std::optional<DeviceResult> queue_store(std::uint64_t window_addr, unsigned width,
                                           std::uint64_t value, bool wait_for_room);
   // False (nothing queued) if the queue is full and `wait_for_room` is false.

@@ -108,9 +108,28 @@ static uint64_t ethx_gpu_counter(EthxGpuState *s, unsigned index)
     return values[index];
 }
 
+/*
+ * How long one COPY_STATUS read may drive a running copy (below): long enough for a 4 KiB copy
+ * (a read and a flush round trip, tens of microseconds here) to finish within the read that
+ * polls it, short enough that a guest polling a large copy still takes its timer interrupts.
+ */
+#define ETHX_COPY_POLL_BUDGET_NS 200000
+
+/*
+ * A guest polling COPY_STATUS is waiting for the copy: its vCPU drives the copy engine with the
+ * big lock dropped, as a load does, instead of waiting for the service thread (which naps while
+ * vCPUs are busy).
+ */
 static uint32_t ethx_gpu_copy_status(EthxGpuState *s)
 {
     int state = qatomic_load_acquire(&s->copy_state);
+
+    if (state == ETHX_COPY_BUSY && s->gpu) {
+        qemu_mutex_unlock_iothread();
+        ethx_gpu_copy_poll(s->gpu, ETHX_COPY_POLL_BUDGET_NS);
+        qemu_mutex_lock_iothread();
+        state = qatomic_load_acquire(&s->copy_state);
+    }
 
     return (uint32_t)state |
            (state == ETHX_COPY_FAILED ? (uint32_t)s->copy_code << ETHX_COPY_STATUS_CODE_SHIFT : 0);

@@ -266,6 +266,58 @@ TEST_F(GpuDeviceTest, CopyEngineMovesAMebibyteBetweenOtherGpusAndReportsErrors) 
   EXPECT_LT(error.fault_addr, window(3, 64 << 10));
 }
 
+// A guest that polls COPY_STATUS drives its copy (drive_copy, with QEMU's big lock dropped):
+// the copy ends on the polling thread itself, not on the service thread it would otherwise
+// wait for (which naps while vCPUs are busy). The engine is the caller's for the whole call,
+// so the completion callback runs on it.
+TEST_F(GpuDeviceTest, ACopyPolledByItsCallerIsDrivenToTheEndOnTheCallersThread) {
+  constexpr std::uint64_t kBytes = 256 << 10;  // many round trips: more than one engine round
+  std::span<std::byte> source = devices_[1]->hbm();
+  for (std::uint64_t i = 0; i < kBytes; ++i) source[i] = std::byte((i * 17 + 3) & 0xff);
+  std::thread::id finished_on;
+  DeviceResult result;
+  ASSERT_TRUE(devices_[0]->start_copy(window(1, 0), window(0, 0x200000), kBytes,
+                                      [&](const DeviceResult& r) {
+                                        result = r;
+                                        finished_on = std::this_thread::get_id();
+                                      }));
+  const bool still_running = devices_[0]->drive_copy(10'000'000'000);
+  EXPECT_FALSE(still_running);
+  EXPECT_EQ(finished_on, std::this_thread::get_id()) << "the service thread ended the copy";
+  ASSERT_EQ(result.status, DeviceStatus::kOk) << to_string(result.status);
+  EXPECT_EQ(std::memcmp(devices_[0]->hbm().data() + 0x200000, source.data(), kBytes), 0);
+  EXPECT_EQ(devices_[0]->counters().copy_drives, 1u);
+  EXPECT_FALSE(devices_[0]->drive_copy(1'000'000)) << "no copy: nothing to drive";
+  EXPECT_EQ(devices_[0]->counters().copy_drives, 1u);
+}
+
+// A copy started while another thread keeps driving the engine for its loads (a busy vCPU) is
+// carried on by that thread's engine rounds and by the service thread, which watches the port
+// while a copy runs instead of napping: it ends without anyone polling it.
+TEST_F(GpuDeviceTest, ACopyStartedWhileAnotherThreadDrivesLoadsEndsWithoutPolling) {
+  constexpr std::uint64_t kBytes = 256 << 10;
+  std::span<std::byte> source = devices_[1]->hbm();
+  for (std::uint64_t i = 0; i < kBytes; ++i) source[i] = std::byte((i * 29 + 1) & 0xff);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> loads{0};
+  std::thread vcpu([&] {
+    while (!stop.load()) {
+      EXPECT_EQ(devices_[0]->load(window(2, 0x40), 8).status, DeviceStatus::kOk);
+      ++loads;
+    }
+  });
+  while (loads.load() < 10) std::this_thread::yield();
+  std::promise<DeviceResult> finished;
+  ASSERT_TRUE(devices_[0]->start_copy(window(1, 0), window(0, 0x300000), kBytes,
+                                      [&](const DeviceResult& r) { finished.set_value(r); }));
+  const DeviceResult result = finished.get_future().get();
+  stop.store(true);
+  vcpu.join();
+  ASSERT_EQ(result.status, DeviceStatus::kOk) << to_string(result.status);
+  EXPECT_EQ(std::memcmp(devices_[0]->hbm().data() + 0x300000, source.data(), kBytes), 0);
+  EXPECT_EQ(devices_[0]->counters().copy_drives, 0u);
+}
+
 }  // namespace
 }  // namespace ethx
 

@@ -673,8 +673,13 @@ TEST_F(GuestFabricTest, BenchVerifiesEveryPhase) {
   EXPECT_EQ(bench["atomic"]["final"], 256);
   ASSERT_EQ(bench["copy"].size(), 3u);
   EXPECT_EQ(bench["copy"][2]["bytes"], kMiB);
+  // --quick: 8 copies of 4 KiB, 4 of 64 KiB, 2 of 1 MiB, each timed and verified.
+  EXPECT_EQ(bench["copy"][0]["samples"], 8);
+  EXPECT_EQ(bench["copy"][2]["samples"], 2);
+  EXPECT_LE(bench["copy"][0]["p50_ns"].get<std::uint64_t>(),
+            bench["copy"][0]["p99_ns"].get<std::uint64_t>());
   // latency samples (3 x 256) + 1 + store words checked + atomics (256 + 1) + copied words
-  const std::uint64_t copied = (4096 + 65536 + kMiB) / 8;
+  const std::uint64_t copied = (8 * 4096 + 4 * 65536 + 2 * kMiB) / 8;
   EXPECT_EQ(bench["verified_ops"],
             3 * 256 + 1 + bench["store"]["words_checked"].get<std::uint64_t>() + 257 + copied);
   EXPECT_GT(bench["mmio_trap_ns"].get<std::uint64_t>(), 0u);
