@@ -32,11 +32,13 @@ esac
 tools_dir="${ETHX_GUEST_TOOLS_DIR:-$repo/build/bin}"
 guest_tools=(ethx-guest)
 # NICs for the next stages and Soft-RoCE (crc32_generic: rdma_rxe needs it, modinfo does not
-# say so); together about 0.6 MB of the compressed initramfs.
-modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic}"
+# say so); 9p, its virtio transport and overlay for the shared root (/init, ethx.root=9p; netfs
+# and fscache come in as 9p's dependencies); together about 0.7 MB of the compressed initramfs.
+shared_root_modules="9p 9pnet_virtio overlay"
+modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic $shared_root_modules}"
 # The RDMA variant also needs rdma_ucm (librdmacm, perftest -R) and the UDP tunnels rdma_rxe
 # loads through; udp_tunnel and ip6_udp_tunnel come in as rdma_rxe's dependencies.
-[ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic}"
+[ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic $shared_root_modules}"
 # Debian packages whose files the RDMA variant carries (downloaded, unpacked, never installed).
 rdma_packages=(perftest ibverbs-providers libibverbs1 libibverbs-dev librdmacm1 libnl-3-200
                libnl-route-3-200 libpci3 iproute2 libmnl0 libbsd0 libmd0 libcap2 libc6
@@ -201,6 +203,8 @@ else
       "$peer=usr/bin/ethx-rxe-peer" > "$cache/rdma-payload.list" ||
       die "collecting the RDMA user space failed"
     install -m 0755 "$here/ethx-rdma" "$staging/usr/bin/ethx-rdma"
+    # /init copies what of it the host lacks into the shared root (ethx.root=9p).
+    cp "$cache/rdma-payload.list" "$staging/etc/ethx-payload.list"
     strip "$staging/usr/bin/ethx-rxe-peer"
     say "RDMA payload: $(wc -l < "$cache/rdma-payload.list") files; unpacked image $(du -sh "$staging" | cut -f1)"
   fi
