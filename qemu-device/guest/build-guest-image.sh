@@ -35,6 +35,10 @@ guest_tools=(ethx-guest)
 # say so); 9p, its virtio transport and overlay for the shared root (/init, ethx.root=9p; netfs
 # and fscache come in as 9p's dependencies); together about 0.7 MB of the compressed initramfs.
 shared_root_modules="9p 9pnet_virtio overlay"
+# Busybox applets that go ahead of the host's programs in the shared root: module tools that
+# read the text modules.dep this image carries (the host's kmod wants modules.dep.bin), power
+# control without systemd, and what Debian does not package (devmem, cttyhack).
+shared_root_applets="modprobe insmod rmmod lsmod modinfo poweroff reboot halt devmem cttyhack"
 modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic $shared_root_modules}"
 # The RDMA variant also needs rdma_ucm (librdmacm, perftest -R) and the UDP tunnels rdma_rxe
 # loads through; udp_tunnel and ip6_udp_tunnel come in as rdma_rxe's dependencies.
@@ -192,6 +196,15 @@ else
   cp "$busybox" "$staging/bin/busybox"
   for applet in $("$busybox" --list-full); do
     [ -e "$staging/$applet" ] || ln -s /bin/busybox "$staging/$applet"
+  done
+  # The shared root's /opt/ethx (/init copies it there, with busybox itself and the tools):
+  # bin/ has the applets that go ahead of the host's programs, busybox/ every applet, last in
+  # PATH, for what the host lacks (ping, usleep, ...). Relative links: /bin/busybox is gone
+  # after the switch of root.
+  mkdir -p "$staging/opt/ethx/bin" "$staging/opt/ethx/busybox"
+  for applet in $shared_root_applets; do ln -s busybox "$staging/opt/ethx/bin/$applet"; done
+  for applet in $("$busybox" --list); do
+    [ "$applet" = busybox ] || ln -s ../bin/busybox "$staging/opt/ethx/busybox/$applet"
   done
   install -m 0755 "$here/init" "$staging/init"
   for tool in "${guest_tools[@]}"; do
