@@ -197,15 +197,6 @@ else
   for applet in $("$busybox" --list-full); do
     [ -e "$staging/$applet" ] || ln -s /bin/busybox "$staging/$applet"
   done
-  # The shared root's /opt/ethx (/init copies it there, with busybox itself and the tools):
-  # bin/ has the applets that go ahead of the host's programs, busybox/ every applet, last in
-  # PATH, for what the host lacks (ping, usleep, ...). Relative links: /bin/busybox is gone
-  # after the switch of root.
-  mkdir -p "$staging/opt/ethx/bin" "$staging/opt/ethx/busybox"
-  for applet in $shared_root_applets; do ln -s busybox "$staging/opt/ethx/bin/$applet"; done
-  for applet in $("$busybox" --list); do
-    [ "$applet" = busybox ] || ln -s ../bin/busybox "$staging/opt/ethx/busybox/$applet"
-  done
   install -m 0755 "$here/init" "$staging/init"
   for tool in "${guest_tools[@]}"; do
     strip -o "$staging/usr/bin/$tool" "$tools_dir/$tool"  # symbols stay in the build tree
@@ -221,6 +212,21 @@ else
     strip "$staging/usr/bin/ethx-rxe-peer"
     say "RDMA payload: $(wc -l < "$cache/rdma-payload.list") files; unpacked image $(du -sh "$staging" | cut -f1)"
   fi
+  # The shared root's /opt/ethx, which /init copies into the overlay in one go (ethx.root=9p,
+  # docs/guest-image.md): hard links to busybox, /init and the ethx tools (no second copy in
+  # the archive); bin/ also has the applets that go ahead of the host's programs, busybox/
+  # every applet, last in PATH, for what the host lacks (ping, usleep, ...). Relative
+  # symlinks: /bin/busybox is gone after the switch of root.
+  mkdir -p "$staging/opt/ethx/bin" "$staging/opt/ethx/busybox"
+  ln "$staging/bin/busybox" "$staging/opt/ethx/bin/busybox"
+  ln "$staging/init" "$staging/opt/ethx/init"
+  for tool in "$staging"/bin/ethx-* "$staging"/usr/bin/ethx-*; do
+    [ -f "$tool" ] && ln "$tool" "$staging/opt/ethx/bin/"
+  done
+  for applet in $shared_root_applets; do ln -s busybox "$staging/opt/ethx/bin/$applet"; done
+  for applet in $("$busybox" --list); do
+    [ "$applet" = busybox ] || ln -s ../bin/busybox "$staging/opt/ethx/busybox/$applet"
+  done
   (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort |
      cpio -o -H newc -R 0:0 --quiet | gzip -9 > "$initramfs.tmp")
   mv "$initramfs.tmp" "$initramfs"
