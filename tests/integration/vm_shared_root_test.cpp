@@ -52,8 +52,9 @@ class VmSharedRoot : public ::testing::Test {
     }
     const CommandResult devices = run_command(quoted(found.qemu) + " -device help 2>&1");
     if (devices.output.find("\"virtio-9p-pci\"") == std::string::npos) {
-      setup_error_ = found.qemu + " has no virtio-9p (the shared root); rebuild it with "
-                                  "qemu-device/build-qemu.sh (configure --enable-virtfs)";
+      setup_error_ = found.qemu +
+                     " has no virtio-9p (the shared root); rebuild it with "
+                     "qemu-device/build-qemu.sh (configure --enable-virtfs)";
       return;
     }
     const std::string tag = std::to_string(::getpid());
@@ -81,8 +82,8 @@ class VmSharedRoot : public ::testing::Test {
   }
   // A shell command line in VM `vm` (the agent's `!` lines): its output and exit status.
   static CommandResult shell(int vm, const std::string& line) {
-    return run_command(ethx("guest --name vsr --vm " + std::to_string(vm) +
-                            " --timeout-s 60 -- " + quoted("!" + line)) +
+    return run_command(ethx("guest --name vsr --vm " + std::to_string(vm) + " --timeout-s 60 -- " +
+                            quoted("!" + line)) +
                        " 2>&1");
   }
   static CommandResult compile(int version) {
