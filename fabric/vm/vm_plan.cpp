@@ -34,6 +34,15 @@ std::vector<std::string> guest_nic_switch_ports(const std::string& netns_tag, st
   return ports;
 }
 
+namespace {
+
+bool shared_root_switched_off() {
+  const char* value = std::getenv("ETHX_SHARED_ROOT");
+  return value != nullptr && std::string(value) == "0";
+}
+
+}  // namespace
+
 void locate_vm_image(VmPlan& plan) {
   auto env_or = [](const char* name, const std::string& fallback) {
     const char* value = std::getenv(name);
@@ -69,7 +78,13 @@ void locate_vm_image(VmPlan& plan) {
                              "build/bin (or set ETHX_GUEST_KERNEL, ETHX_GUEST_INITRD)");
   }
   // A QEMU built before virtfs was configured boots the guest in its initramfs, as before.
-  plan.shared_root = env_or("ETHX_SHARED_ROOT", "1") != "0" && qemu_supports_virtfs(plan.qemu);
+  plan.shared_root = !shared_root_switched_off() && qemu_supports_virtfs(plan.qemu);
+}
+
+std::string shared_root_absence(const VmPlan& plan) {
+  if (plan.shared_root) return {};
+  if (shared_root_switched_off()) return "ETHX_SHARED_ROOT=0";
+  return plan.qemu + " has no virtio-9p (qemu-device/build-qemu.sh builds it with virtfs)";
 }
 
 std::string vm_serial_path(const std::string& log_directory, std::size_t vm) {

@@ -48,6 +48,9 @@ std::vector<std::string> guest_nic_switch_ports(const std::string& netns_tag, st
 // Sets shared_root (qemu_features.hpp: asks the binary once).
 void locate_vm_image(VmPlan& plan);
 
+// Why `plan` has no shared root, for a one-line notice (empty when it has one).
+std::string shared_root_absence(const VmPlan& plan);
+
 // The -virtfs export every VM gets with the shared root: the host's whole / once (QEMU cannot
 // hot-add an fsdev, and the directories a later `ethx run` needs are not known at boot),
 // read-write (the guest decides what is writable), multidevs=remap because / spans several

@@ -98,9 +98,16 @@ TEST_F(SharedRootPlan, LocateTurnsItOnOnlyForAQemuWithVirtfsUnlessSwitchedOff) {
   };
   const std::string with = fake_qemu("with", kWith9p);
   EXPECT_TRUE(located(with));
-  EXPECT_FALSE(located(fake_qemu("without", kWithout9p)));
+  const std::string without = fake_qemu("without", kWithout9p);
+  EXPECT_FALSE(located(without));
+  VmPlan plan = plan_with(without);
+  EXPECT_EQ(shared_root_absence(plan),
+            without + " has no virtio-9p (qemu-device/build-qemu.sh builds it with virtfs)");
+  plan.shared_root = true;
+  EXPECT_EQ(shared_root_absence(plan), "");
   ::setenv("ETHX_SHARED_ROOT", "0", 1);
   EXPECT_FALSE(located(with));
+  EXPECT_EQ(shared_root_absence(plan_with(with)), "ETHX_SHARED_ROOT=0");
   ::unsetenv("ETHX_SHARED_ROOT");
 }
 
