@@ -212,11 +212,11 @@ else
     strip "$staging/usr/bin/ethx-rxe-peer"
     say "RDMA payload: $(wc -l < "$cache/rdma-payload.list") files; unpacked image $(du -sh "$staging" | cut -f1)"
   fi
-  # The shared root's /opt/ethx, which /init copies into the overlay in one go (ethx.root=9p,
+  # The shared root's /opt/ethx, which /init binds into the new root in one go (ethx.root=9p,
   # docs/guest-image.md): hard links to busybox, /init and the ethx tools (no second copy in
   # the archive); bin/ also has the applets that go ahead of the host's programs, busybox/
   # every applet, last in PATH, for what the host lacks (ping, usleep, ...). Relative
-  # symlinks: /bin/busybox is gone after the switch of root.
+  # symlinks: there, /bin/busybox is the host's (if any).
   mkdir -p "$staging/opt/ethx/bin" "$staging/opt/ethx/busybox"
   ln "$staging/bin/busybox" "$staging/opt/ethx/bin/busybox"
   ln "$staging/init" "$staging/opt/ethx/init"
