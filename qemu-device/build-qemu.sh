@@ -23,8 +23,10 @@ die() { printf 'qemu-device/build-qemu.sh: %s\n' "$*" >&2; exit 1; }
 mkdir -p "$cache"
 
 # Build dependencies, named so a missing one fails here with its name, not deep in meson.
+# libcap-ng-dev and libattr1-dev: virtio-9p (-virtfs, the guests' shared root) needs both.
 needed=(dpkg-dev meson ninja-build pkg-config libglib2.0-dev libpixman-1-dev flex bison
-        libslirp-dev libfdt-dev python3-venv qemu-system-data seabios ipxe-qemu)
+        libslirp-dev libfdt-dev python3-venv qemu-system-data seabios ipxe-qemu
+        libcap-ng-dev libattr1-dev)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -82,12 +84,24 @@ MESON
 fi
 
 build="$src/build"
+# Minimal features plus virtio-9p: the guests boot into the host's root over -virtfs
+# (docs/guest-image.md), which needs attr (xattr) and cap-ng in QEMU 7.2.
+configure_flags=(--target-list=x86_64-softmmu --disable-docs --disable-werror
+                 --without-default-features --enable-kvm --enable-tcg --enable-slirp
+                 --enable-virtfs --enable-attr --enable-cap-ng)
+# A cache configured with other flags (an older build-qemu.sh) is reconfigured: meson keeps
+# its options in the build directory, so a changed flag list would otherwise be ignored.
+flags_stamp="$cache/configure-flags.stamp"
+if [ -f "$build/build.ninja" ] && [ "$(cat "$flags_stamp" 2>/dev/null)" != "${configure_flags[*]}" ]; then
+  say "configure flags changed: reconfiguring (a full rebuild)"
+  rm -rf "$build"
+fi
 if [ ! -f "$build/build.ninja" ]; then
-  say "configuring (x86_64-softmmu, TCG and KVM, minimal features)"
+  say "configuring (x86_64-softmmu, TCG and KVM, minimal features, virtfs)"
   mkdir -p "$build"
-  (cd "$build" && ../configure --target-list=x86_64-softmmu --disable-docs --disable-werror \
-      --without-default-features --enable-kvm --enable-tcg --enable-slirp >/dev/null) ||
+  (cd "$build" && ../configure "${configure_flags[@]}" >/dev/null) ||
     die "configure failed; see $build/meson-logs/meson-log.txt"
+  echo "${configure_flags[*]}" > "$flags_stamp"
 fi
 # ninja does not see the archive (it is a link argument): relink whenever the archive is not
 # the one the binary was linked with (another checkout sharing this cache, or a rebuild).
@@ -114,5 +128,11 @@ say "checking the guest NIC pieces: tap netdev, virtio-net-pci, e1000"
 for nic in virtio-net-pci e1000; do
   grep -q "\"$nic\"" <<< "$devices" ||
     die "the built QEMU has no $nic device; guest NICs need it (Kconfig: CONFIG_VIRTIO_NET / CONFIG_E1000_PCI)"
+done
+# The guests' shared root (vm_plan.cpp: -virtfs) and the guest agent's channels (virtio-serial).
+say "checking virtio-9p (-virtfs) and virtio-serial"
+for dev in virtio-9p-pci virtio-serial-pci virtserialport; do
+  grep -q "\"$dev\"" <<< "$devices" ||
+    die "the built QEMU has no $dev device (configure: --enable-virtfs; Kconfig: CONFIG_VIRTIO_9P / CONFIG_VIRTIO_SERIAL)"
 done
 echo "$build/qemu-system-x86_64"

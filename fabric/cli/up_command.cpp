@@ -125,6 +125,10 @@ int run_up(const UpOptions& options) {
     const AcceleratorChoice accel = choose_accelerator(vms);
     vms.accel = accel.accel;
     std::cerr << "ethx up: VMs use " << accel.accel << ": " << accel.reason << "\n";
+    if (const std::string absence = shared_root_absence(vms); !absence.empty()) {
+      std::cerr << "ethx up: VMs stay in their initramfs, without the host's programs: " << absence
+                << "\n";
+    }
     if (gpus == 0) gpus = vms.vm_gpus();
     if (gpus < vms.vm_gpus()) {
       throw ConfigError("--gpus " + std::to_string(gpus) +

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "fabric/transport/net/netns_topology.hpp"
+#include "fabric/vm/qemu_features.hpp"
 
 namespace ethx {
 
@@ -32,6 +33,15 @@ std::vector<std::string> guest_nic_switch_ports(const std::string& netns_tag, st
   ports.push_back(netns::host_port_switch_interface(netns_tag));
   return ports;
 }
+
+namespace {
+
+bool shared_root_switched_off() {
+  const char* value = std::getenv("ETHX_SHARED_ROOT");
+  return value != nullptr && std::string(value) == "0";
+}
+
+}  // namespace
 
 void locate_vm_image(VmPlan& plan) {
   auto env_or = [](const char* name, const std::string& fallback) {
@@ -67,6 +77,14 @@ void locate_vm_image(VmPlan& plan) {
                              "; build it with qemu-device/guest/build-guest-image.sh --tools "
                              "build/bin (or set ETHX_GUEST_KERNEL, ETHX_GUEST_INITRD)");
   }
+  // A QEMU built before virtfs was configured boots the guest in its initramfs, as before.
+  plan.shared_root = !shared_root_switched_off() && qemu_supports_virtfs(plan.qemu);
+}
+
+std::string shared_root_absence(const VmPlan& plan) {
+  if (plan.shared_root) return {};
+  if (shared_root_switched_off()) return "ETHX_SHARED_ROOT=0";
+  return plan.qemu + " has no virtio-9p (qemu-device/build-qemu.sh builds it with virtfs)";
 }
 
 std::string vm_serial_path(const std::string& log_directory, std::size_t vm) {
@@ -82,6 +100,7 @@ std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const 
   if (plan.guest_nics) {
     append += " ethx.ip=" + guest_nic_ip(vm) + "/" + std::to_string(kGuestNicPrefixLength);
   }
+  if (plan.shared_root) append += " ethx.root=9p";
   if (vm < plan.kernel_args.size() && !plan.kernel_args[vm].empty()) {
     append += " " + plan.kernel_args[vm];
   }
@@ -103,6 +122,7 @@ std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const 
       "-serial", "chardev:console", "-serial", "chardev:agent",
       "-no-reboot", "-kernel", plan.kernel, "-initrd", plan.initrd, "-append", append};
   // clang-format on
+  if (plan.shared_root) argv.insert(argv.end(), {"-virtfs", kSharedRootVirtfs});
   if (plan.guest_nics) {
     if (fabric.tap_fd < 0) throw std::logic_error("qemu_command: guest NICs need a tap descriptor");
     // virtio-net without offloads (the tap has no virtio header): every frame on the switch is

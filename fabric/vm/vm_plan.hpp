@@ -21,6 +21,10 @@ struct VmPlan {
   // the fabric's switch, and boots the RDMA image (build-guest-image.sh --rdma), which brings
   // up eth0 with guest_nic_ip(v) and Soft-RoCE (rxe0) before it reports ready.
   bool guest_nics = false;
+  // The shared root (docs/guest-image.md): QEMU exports the host's / over virtio-9p and the
+  // guest boots into an overlay on it (ethx.root=9p). locate_vm_image() turns it on when the
+  // QEMU binary has virtio-9p, unless ETHX_SHARED_ROOT=0.
+  bool shared_root = false;
 
   std::size_t vm_gpus() const { return count * gpus_per_vm; }
   std::size_t vm_of_gpu(std::size_t gpu) const { return gpu / gpus_per_vm; }
@@ -41,7 +45,18 @@ std::vector<std::string> guest_nic_switch_ports(const std::string& netns_tag, st
 // ETHX_GUEST_KERNEL, ETHX_GUEST_INITRD, else ${ETHX_CACHE:-$HOME/.cache/ethx}/...; throws
 // std::runtime_error naming the script that builds what is missing. With guest_nics the image
 // is the RDMA variant: ETHX_GUEST_RDMA_KERNEL, ETHX_GUEST_RDMA_INITRD, else .../guest-rdma/.
+// Sets shared_root (qemu_features.hpp: asks the binary once).
 void locate_vm_image(VmPlan& plan);
+
+// Why `plan` has no shared root, for a one-line notice (empty when it has one).
+std::string shared_root_absence(const VmPlan& plan);
+
+// The -virtfs export every VM gets with the shared root: the host's whole / once (QEMU cannot
+// hot-add an fsdev, and the directories a later `ethx run` needs are not known at boot),
+// read-write (the guest decides what is writable), multidevs=remap because / spans several
+// filesystems whose inode numbers would collide in one 9p export.
+inline constexpr const char* kSharedRootVirtfs =
+    "local,path=/,mount_tag=ethxroot,security_model=none,multidevs=remap";
 
 struct VmFabric {
   std::string fabric;  // instance name (/dev/shm names)

@@ -32,11 +32,17 @@ esac
 tools_dir="${ETHX_GUEST_TOOLS_DIR:-$repo/build/bin}"
 guest_tools=(ethx-guest)
 # NICs for the next stages and Soft-RoCE (crc32_generic: rdma_rxe needs it, modinfo does not
-# say so); together about 0.6 MB of the compressed initramfs.
-modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic}"
+# say so); 9p, its virtio transport and overlay for the shared root (/init, ethx.root=9p; netfs
+# and fscache come in as 9p's dependencies); together about 0.7 MB of the compressed initramfs.
+shared_root_modules="9p 9pnet_virtio overlay"
+# Busybox applets that go ahead of the host's programs in the shared root: module tools that
+# read the text modules.dep this image carries (the host's kmod wants modules.dep.bin), power
+# control without systemd, and what Debian does not package (devmem, cttyhack).
+shared_root_applets="modprobe insmod rmmod lsmod modinfo poweroff reboot halt devmem cttyhack"
+modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc32_generic $shared_root_modules}"
 # The RDMA variant also needs rdma_ucm (librdmacm, perftest -R) and the UDP tunnels rdma_rxe
 # loads through; udp_tunnel and ip6_udp_tunnel come in as rdma_rxe's dependencies.
-[ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic}"
+[ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic $shared_root_modules}"
 # Debian packages whose files the RDMA variant carries (downloaded, unpacked, never installed).
 rdma_packages=(perftest ibverbs-providers libibverbs1 libibverbs-dev librdmacm1 libnl-3-200
                libnl-route-3-200 libpci3 iproute2 libmnl0 libbsd0 libmd0 libcap2 libc6
@@ -201,9 +207,26 @@ else
       "$peer=usr/bin/ethx-rxe-peer" > "$cache/rdma-payload.list" ||
       die "collecting the RDMA user space failed"
     install -m 0755 "$here/ethx-rdma" "$staging/usr/bin/ethx-rdma"
+    # /init copies what of it the host lacks into the shared root (ethx.root=9p).
+    cp "$cache/rdma-payload.list" "$staging/etc/ethx-payload.list"
     strip "$staging/usr/bin/ethx-rxe-peer"
     say "RDMA payload: $(wc -l < "$cache/rdma-payload.list") files; unpacked image $(du -sh "$staging" | cut -f1)"
   fi
+  # The shared root's /opt/ethx, which /init binds into the new root in one go (ethx.root=9p,
+  # docs/guest-image.md): hard links to busybox, /init and the ethx tools (no second copy in
+  # the archive); bin/ also has the applets that go ahead of the host's programs, busybox/
+  # every applet, last in PATH, for what the host lacks (ping, usleep, ...). Relative
+  # symlinks: there, /bin/busybox is the host's (if any).
+  mkdir -p "$staging/opt/ethx/bin" "$staging/opt/ethx/busybox"
+  ln "$staging/bin/busybox" "$staging/opt/ethx/bin/busybox"
+  ln "$staging/init" "$staging/opt/ethx/init"
+  for tool in "$staging"/bin/ethx-* "$staging"/usr/bin/ethx-*; do
+    [ -f "$tool" ] && ln "$tool" "$staging/opt/ethx/bin/"
+  done
+  for applet in $shared_root_applets; do ln -s busybox "$staging/opt/ethx/bin/$applet"; done
+  for applet in $("$busybox" --list); do
+    [ "$applet" = busybox ] || ln -s ../bin/busybox "$staging/opt/ethx/busybox/$applet"
+  done
   (cd "$staging" && find . -mindepth 1 | LC_ALL=C sort |
      cpio -o -H newc -R 0:0 --quiet | gzip -9 > "$initramfs.tmp")
   mv "$initramfs.tmp" "$initramfs"
