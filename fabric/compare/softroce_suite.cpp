@@ -248,8 +248,8 @@ json run_suite(const SoftRoceOptions& options) {
     notes.push_back("booted 2 temporary VMs (" + accel.accel + ", " + accel.reason + ") in " +
                     std::to_string(static_cast<int>(elapsed_s())) + " s");
   }
-  GuestAgent client(vm_agent_path(logs, 0), 10'000);
-  GuestAgent server(vm_agent_path(logs, 1), 10'000);
+  GuestAgent client(logs, 0, 10'000);
+  GuestAgent server(logs, 1, 10'000);
 
   json report = empty_system(
       kSystemSoftRoce,
