@@ -228,13 +228,11 @@ inline void append_error(std::vector<std::uint8_t>& out, ErrorCode code, std::st
 
 // The 20 bytes a HelloReply to `nonce` starts with (its header and the nonce).
 inline std::vector<std::uint8_t> hello_reply_prefix(std::uint64_t nonce) {
-  std::vector<std::uint8_t> out;
   const FrameHeader header{kMagic, static_cast<std::uint16_t>(MessageType::kHelloReply), 0,
                            sizeof(HelloReplyBody)};
-  const std::span<const std::uint8_t> head = bytes_of(header);
-  const std::span<const std::uint8_t> tail = bytes_of(nonce);
-  out.insert(out.end(), head.begin(), head.end());
-  out.insert(out.end(), tail.begin(), tail.end());
+  std::vector<std::uint8_t> out(sizeof header + sizeof nonce);
+  std::memcpy(out.data(), &header, sizeof header);
+  std::memcpy(out.data() + sizeof header, &nonce, sizeof nonce);
   return out;
 }
 
