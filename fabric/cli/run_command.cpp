@@ -242,6 +242,8 @@ std::optional<RunState> load_vm_fabric(const RunDirectory& directory, const std:
 void start_copies(std::vector<Copy>& copies, const std::string& log_directory) {
   for (Copy& copy : copies) {
     copy.client = std::make_unique<AgentClient>(log_directory, copy.vm, kConnectTimeoutMs);
+    // Without the shared root no host directory is in the guest: the command runs in `/`.
+    if (!copy.client->shared_root()) copy.request.working_directory.clear();
     copy.client->start(copy.request);
   }
 }
