@@ -31,7 +31,7 @@ constexpr const char* kRunUsage =
 constexpr std::int64_t kConnectTimeoutMs = 30'000;  // a free agent port, its Hello
 constexpr std::uint32_t kStopGraceMs = 3000;        // SIGTERM, then SIGKILL after this
 constexpr std::int64_t kStopConfirmMs = 5000;       // then we stop waiting for their Exit
-constexpr std::size_t kStdinBacklogBytes = 256 * 1024;
+constexpr std::size_t kStdinBacklogBytes = std::size_t{256} << 10;
 
 po::options_description run_option_descriptions(RunOptions& options) {
   po::options_description description("ethx run options");
@@ -42,8 +42,8 @@ po::options_description run_option_descriptions(RunOptions& options) {
       "per-gpu", po::bool_switch(&options.per_gpu),
       "one copy per GPU of the VM, with ETHX_GPU_ID, ETHX_GPU_BDF, ETHX_GPU_COUNT")(
       "timeout-s", po::value(&options.timeout_s)->default_value(0),
-      "stop every copy after this long (0: no limit)")(
-      "env", po::value(&options.env)->composing(), "NAME=VALUE for the program; repeatable");
+      "stop every copy after this long (0: no limit)")("env", po::value(&options.env)->composing(),
+                                                       "NAME=VALUE for the program; repeatable");
   return description;
 }
 
@@ -57,9 +57,9 @@ std::size_t program_start(const std::vector<std::string>& args, bool& has_separa
       has_separator = true;
       return i;
     }
-    if (arg.rfind("-", 0) != 0) return i;
-    const bool takes_value = arg == "--name" || arg == "--vm" || arg == "--timeout-s" ||
-                             arg == "--env";
+    if (arg.empty() || arg[0] != '-') return i;
+    const bool takes_value =
+        arg == "--name" || arg == "--vm" || arg == "--timeout-s" || arg == "--env";
     if (takes_value) ++i;
   }
   return args.size();
@@ -211,7 +211,7 @@ std::vector<Copy> plan_copies(const RunOptions& options, const RunState& state,
 // one line on stderr, with the exit status in `status`.
 std::optional<RunState> load_vm_fabric(const RunDirectory& directory, const std::string& command,
                                        std::optional<std::size_t> vm, int& status) {
-  const std::optional<RunState> state = directory.load();
+  std::optional<RunState> state = directory.load();
   const std::string fabric = "fabric '" + directory.name() + "'";
   status = 2;
   if (!state) {
@@ -222,8 +222,8 @@ std::optional<RunState> load_vm_fabric(const RunDirectory& directory, const std:
   } else if (state->vms == 0) {
     std::cerr << "ethx " << command << ": " << fabric << " has no VMs (started without --vms)\n";
   } else if (vm && *vm >= state->vms) {
-    std::cerr << "ethx " << command << ": --vm " << *vm << ": " << fabric << " has "
-              << state->vms << " VMs (0-" << state->vms - 1 << ")\n";
+    std::cerr << "ethx " << command << ": --vm " << *vm << ": " << fabric << " has " << state->vms
+              << " VMs (0-" << state->vms - 1 << ")\n";
   } else {
     for (const RecordedProcess& process : state->processes) {
       if (process.running()) continue;
@@ -316,8 +316,12 @@ void RunLoop::poll_once() {
 
 void RunLoop::on_event(Copy& copy, const AgentEvent& event) {
   switch (event.kind) {
-    case AgentEvent::Kind::kStdout: copy.out->write(event.data); break;
-    case AgentEvent::Kind::kStderr: copy.err->write(event.data); break;
+    case AgentEvent::Kind::kStdout:
+      copy.out->write(event.data);
+      break;
+    case AgentEvent::Kind::kStderr:
+      copy.err->write(event.data);
+      break;
     case AgentEvent::Kind::kError:
       copy.err->flush();
       write_all(STDERR_FILENO, "ethx run: " + copy.name + ": " + event.data + "\n");
@@ -335,7 +339,8 @@ void RunLoop::on_event(Copy& copy, const AgentEvent& event) {
       copy.state = Copy::State::kLost;
       if (lost_.empty()) lost_ = copy.name + ": " + event.data;
       break;
-    case AgentEvent::Kind::kStarted: break;
+    case AgentEvent::Kind::kStarted:
+      break;
   }
 }
 
@@ -387,10 +392,10 @@ int RunLoop::report() const {
       return 1;
     case Cause::kLost:
       // The watcher names the VM's QEMU and how it ended, if it has seen that already.
-      std::cerr << "ethx run: " << (stop_reason().empty() ? lost_ : stop_reason()) << what
-                << "\n";
+      std::cerr << "ethx run: " << (stop_reason().empty() ? lost_ : stop_reason()) << what << "\n";
       return 1;
-    case Cause::kNone: break;
+    case Cause::kNone:
+      break;
   }
   return static_cast<int>(first_failure_.value_or(0));
 }

@@ -34,5 +34,4 @@ struct DownOptions {
 };
 int run_down(const DownOptions& options);
 
-
 }  // namespace ethx

@@ -27,14 +27,12 @@ constexpr std::uint32_t kStopGraceMs = 2000;
 
 std::uint64_t random_nonce() {
   std::random_device device;
-  return (std::uint64_t{device()} << 32) ^ device() ^
-         static_cast<std::uint64_t>(monotonic_ns());
+  return (std::uint64_t{device()} << 32) ^ device() ^ static_cast<std::uint64_t>(monotonic_ns());
 }
 
 }  // namespace
 
-AgentClient::AgentClient(const std::string& log_directory, std::size_t vm,
-                         std::int64_t timeout_ms)
+AgentClient::AgentClient(const std::string& log_directory, std::size_t vm, std::int64_t timeout_ms)
     : vm_(vm), lease_(AgentPortLease::acquire(log_directory, vm, timeout_ms)) {
   const std::int64_t deadline_ms = monotonic_ms() + timeout_ms;
   connect_socket(deadline_ms);
@@ -88,8 +86,9 @@ void AgentClient::handshake(std::int64_t deadline_ms, std::int64_t timeout_ms) {
     const std::int64_t now_ms = monotonic_ms();
     if (now_ms >= next_hello_ms) {
       // Repeated: a Hello cut short by an earlier host's leftovers in the port is lost.
-      agent::append_body_frame(outbox_, MessageType::kHello,
-                               agent::HelloBody{nonce, agent::kVersion, 0, agent::kMaxPayloadBytes});
+      agent::append_body_frame(
+          outbox_, MessageType::kHello,
+          agent::HelloBody{nonce, agent::kVersion, 0, agent::kMaxPayloadBytes});
       next_hello_ms = now_ms + kHelloRepeatMs;
     }
     write_pending();
@@ -148,8 +147,8 @@ void AgentClient::stop(std::uint32_t grace_ms) {
 
 void AgentClient::write_pending() {
   while (wants_write()) {
-    const ssize_t sent = ::send(fd_, outbox_.data() + outbox_sent_, outbox_.size() - outbox_sent_,
-                                MSG_NOSIGNAL);
+    const ssize_t sent =
+        ::send(fd_, outbox_.data() + outbox_sent_, outbox_.size() - outbox_sent_, MSG_NOSIGNAL);
     if (sent < 0) {
       if (errno == EAGAIN || errno == EINTR) return;
       outbox_sent_ = outbox_.size();  // the connection is gone; read_events() reports it

@@ -57,7 +57,8 @@ std::size_t wait_for_ports(const std::string& log_directory, std::size_t vm,
     if (g_stop_requested.load()) throw Interrupted();
     if (monotonic_ms() > deadline_ms) {
       throw std::runtime_error("VM " + std::to_string(vm) + " has no agent socket " +
-                               vm_agent_port_path(log_directory, vm, 0) + " (is its QEMU running?)");
+                               vm_agent_port_path(log_directory, vm, 0) +
+                               " (is its QEMU running?)");
     }
     // QEMU creates the sockets while it starts; nothing to wait on but time.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

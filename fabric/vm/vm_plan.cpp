@@ -77,13 +77,11 @@ std::string vm_agent_path(const std::string& log_directory, std::size_t vm) {
   return log_directory + "/vm-" + std::to_string(vm) + ".agent.sock";
 }
 
-std::string vm_agent_port_path(const std::string& log_directory, std::size_t vm,
-                               std::size_t port) {
+std::string vm_agent_port_path(const std::string& log_directory, std::size_t vm, std::size_t port) {
   return log_directory + "/vm-" + std::to_string(vm) + ".agent-" + std::to_string(port) + ".sock";
 }
 
-std::string vm_agent_lock_path(const std::string& log_directory, std::size_t vm,
-                               std::size_t port) {
+std::string vm_agent_lock_path(const std::string& log_directory, std::size_t vm, std::size_t port) {
   return log_directory + "/vm-" + std::to_string(vm) + ".agent-" + std::to_string(port) + ".lock";
 }
 

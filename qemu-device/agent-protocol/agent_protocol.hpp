@@ -55,13 +55,13 @@ enum class MessageType : std::uint16_t {
 inline constexpr std::uint16_t kLastMessageType = 11;
 
 enum class ErrorCode : std::uint16_t {
-  kBadRequest = 1,        // a frame or payload the agent could not parse
-  kVersionMismatch = 2,   // Hello with another protocol version
-  kBusy = 3,              // Start while this port runs a command
-  kNotFound = 4,          // the program is not in the guest (exit status 127)
-  kCannotRun = 5,         // found but exec failed, or the working directory (exit status 126)
-  kNoSuchGpu = 6,         // gpu_id is not a GPU of this VM (exit status 126)
-  kHelloFirst = 7,        // a request before Hello
+  kBadRequest = 1,       // a frame or payload the agent could not parse
+  kVersionMismatch = 2,  // Hello with another protocol version
+  kBusy = 3,             // Start while this port runs a command
+  kNotFound = 4,         // the program is not in the guest (exit status 127)
+  kCannotRun = 5,        // found but exec failed, or the working directory (exit status 126)
+  kNoSuchGpu = 6,        // gpu_id is not a GPU of this VM (exit status 126)
+  kHelloFirst = 7,       // a request before Hello
 };
 
 // Hello/HelloReply flags.
@@ -143,9 +143,9 @@ struct Frame {
 };
 
 inline const char* message_name(MessageType type) {
-  static constexpr const char* kNames[] = {"?",      "Hello",  "HelloReply", "Start",
-                                           "Stdin",  "StdinEof", "Stop",    "Started",
-                                           "Stdout", "Stderr", "Exit",      "Error"};
+  static constexpr const char* kNames[] = {"?",      "Hello",    "HelloReply", "Start",
+                                           "Stdin",  "StdinEof", "Stop",       "Started",
+                                           "Stdout", "Stderr",   "Exit",       "Error"};
   const auto index = static_cast<std::uint16_t>(type);
   return index <= kLastMessageType ? kNames[index] : "?";
 }
@@ -177,8 +177,8 @@ void append_body_frame(std::vector<std::uint8_t>& out, MessageType type, const B
 }
 
 // Stdin, Stdout, Stderr: as many frames as `size` needs.
-inline void append_data_frames(std::vector<std::uint8_t>& out, MessageType type,
-                               const void* data, std::size_t size) {
+inline void append_data_frames(std::vector<std::uint8_t>& out, MessageType type, const void* data,
+                               std::size_t size) {
   const auto* bytes = static_cast<const std::uint8_t*>(data);
   for (std::size_t done = 0; done < size;) {
     const std::size_t chunk = std::min<std::size_t>(size - done, kMaxPayloadBytes);
@@ -372,11 +372,11 @@ class FrameDecoder {
       FrameHeader header{};
       std::memcpy(&header, buffer_.data() + start_, sizeof header);
       if (header.reserved != 0 || header.payload_bytes > kMaxPayloadBytes) {
-        reject(header.reserved != 0 ? "frame header: reserved field is " +
-                                          std::to_string(header.reserved) + ", not 0"
-                                    : "frame of " + std::to_string(header.payload_bytes) +
-                                          " payload bytes exceeds " +
-                                          std::to_string(kMaxPayloadBytes));
+        reject(header.reserved != 0
+                   ? "frame header: reserved field is " + std::to_string(header.reserved) +
+                         ", not 0"
+                   : "frame of " + std::to_string(header.payload_bytes) +
+                         " payload bytes exceeds " + std::to_string(kMaxPayloadBytes));
         skip(1);
         continue;
       }
@@ -389,9 +389,9 @@ class FrameDecoder {
       }
       Frame frame;
       frame.type = static_cast<MessageType>(header.type);
-      frame.payload.assign(buffer_.begin() + static_cast<std::ptrdiff_t>(payload_at),
-                           buffer_.begin() +
-                               static_cast<std::ptrdiff_t>(payload_at + header.payload_bytes));
+      frame.payload.assign(
+          buffer_.begin() + static_cast<std::ptrdiff_t>(payload_at),
+          buffer_.begin() + static_cast<std::ptrdiff_t>(payload_at + header.payload_bytes));
       start_ = payload_at + header.payload_bytes;
       compact();
       ++frames_;
@@ -446,7 +446,7 @@ class FrameDecoder {
     return found;
   }
   void compact() {
-    if (start_ >= 64 * 1024 && start_ * 2 >= buffer_.size()) {
+    if (start_ >= kMaxPayloadBytes && start_ * 2 >= buffer_.size()) {
       buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(start_));
       start_ = 0;
     }

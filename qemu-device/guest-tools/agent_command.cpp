@@ -43,7 +43,8 @@ ChildPlan plan_child(const agent::StartRequest& request,
   if (plan.directory != "/" && std::filesystem::is_directory(host_root, error)) {
     plan.bind_source = host_root.string() + plan.directory;
     // The mount point may not exist in the guest (a host /tmp/x under the guest's own /tmp).
-    for (std::size_t slash = plan.directory.find('/', 1); ; slash = plan.directory.find('/', slash + 1)) {
+    for (std::size_t slash = plan.directory.find('/', 1);;
+         slash = plan.directory.find('/', slash + 1)) {
       plan.parents.push_back(plan.directory.substr(0, slash));
       if (slash == std::string::npos) break;
     }
@@ -137,20 +138,19 @@ CommandPipes spawn_command(const agent::StartRequest& request,
   return pipes;
 }
 
-StartFailure describe_spawn_failure(const SpawnFailure& failure,
-                                    const agent::StartRequest& request,
+StartFailure describe_spawn_failure(const SpawnFailure& failure, const agent::StartRequest& request,
                                     const std::filesystem::path& host_root) {
   const std::string why = std::strerror(failure.error_number);
   const std::string program = request.argv.empty() ? "" : request.argv[0];
-  const std::string directory =
-      request.working_directory.empty() ? "/" : request.working_directory;
+  const std::string directory = request.working_directory.empty() ? "/" : request.working_directory;
   std::error_code error;
   const bool shared_root = std::filesystem::is_directory(host_root, error);
   const std::string no_root =
       shared_root ? "" : " (this guest has no shared root: only its image's files are there)";
   switch (failure.stage) {
     case SpawnFailure::kChdir:
-      return {agent::ErrorCode::kCannotRun, "working directory " + directory + ": " + why + no_root};
+      return {agent::ErrorCode::kCannotRun,
+              "working directory " + directory + ": " + why + no_root};
     case SpawnFailure::kMountNamespace:
       return {agent::ErrorCode::kCannotRun, "private mount namespace: " + why};
     case SpawnFailure::kBindWorkingDirectory:
@@ -202,7 +202,8 @@ std::vector<std::string> agent_environment() {
     entries.emplace_back(*entry);
     has_path = has_path || entries.back().rfind("PATH=", 0) == 0;
   }
-  if (!has_path) entries.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (!has_path)
+    entries.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   return entries;
 }
 

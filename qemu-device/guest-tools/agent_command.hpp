@@ -19,8 +19,8 @@ namespace ethx::guest {
 inline const std::filesystem::path kHostRoot = "/run/ethx-host";
 
 struct CommandPipes {
-  pid_t pid = -1;  // also the process group: the child calls setsid()
-  int stdin_fd = -1;   // -1: the command reads /dev/null
+  pid_t pid = -1;     // also the process group: the child calls setsid()
+  int stdin_fd = -1;  // -1: the command reads /dev/null
   int stdout_fd = -1;
   int stderr_fd = -1;
   int exec_status_fd = -1;  // EOF once exec succeeded; a SpawnFailure if something failed
@@ -54,8 +54,7 @@ struct StartFailure {
   std::string message;
   std::uint32_t exit_status = agent::kExitCannotRun;
 };
-StartFailure describe_spawn_failure(const SpawnFailure& failure,
-                                    const agent::StartRequest& request,
+StartFailure describe_spawn_failure(const SpawnFailure& failure, const agent::StartRequest& request,
                                     const std::filesystem::path& host_root);
 
 // A wait status as a shell reports it: the exit code, or 128 + the signal.

@@ -14,8 +14,8 @@ namespace ethx::guest {
 inline const std::filesystem::path kSysfsVirtioPorts = "/sys/class/virtio-ports";
 
 struct AgentPortInfo {
-  std::string name;                  // "org.ethx.agent.2"
-  std::filesystem::path device;      // /dev/vport1p3
+  std::string name;              // "org.ethx.agent.2"
+  std::filesystem::path device;  // /dev/vport1p3
 };
 
 // Ports under `class_dir` whose name file starts with agent::kPortNamePrefix, sorted by name;

@@ -131,7 +131,8 @@ void AgentServer::collect(std::vector<pollfd>& fds, std::vector<Target>& targets
     const Command* command = port.command.get();
     const bool stdin_full =
         command != nullptr && command->stdin_pending.size() >= config_.stdin_limit_bytes;
-    add(port.fd, static_cast<short>((stdin_full ? 0 : POLLIN) | (port.outbox_bytes() ? POLLOUT : 0)),
+    add(port.fd,
+        static_cast<short>((stdin_full ? 0 : POLLIN) | (port.outbox_bytes() ? POLLOUT : 0)),
         Source::kPort, i);
     if (command == nullptr) continue;
     const bool outbox_room = port.outbox_bytes() < config_.outbox_limit_bytes;
@@ -202,11 +203,18 @@ void AgentServer::on_signals() {
   bool children = false, connections = false;
   while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     switch (info.ssi_signo) {
-      case SIGCHLD: children = true; break;
-      case SIGIO: connections = true; break;
+      case SIGCHLD:
+        children = true;
+        break;
+      case SIGIO:
+        connections = true;
+        break;
       case SIGTERM:
-      case SIGINT: quit_ = true; break;
-      default: break;  // SIGHUP: the agent has no terminal to lose
+      case SIGINT:
+        quit_ = true;
+        break;
+      default:
+        break;  // SIGHUP: the agent has no terminal to lose
     }
   }
   if (children) reap();
@@ -321,10 +329,16 @@ void AgentServer::on_frame(Port& port, const agent::Frame& frame) {
       return;
     }
     switch (frame.type) {
-      case MessageType::kStart: on_start(port, frame); break;
+      case MessageType::kStart:
+        on_start(port, frame);
+        break;
       case MessageType::kStdin:
-      case MessageType::kStdinEof: on_stdin(port, frame); break;
-      case MessageType::kStop: on_stop(port, frame); break;
+      case MessageType::kStdinEof:
+        on_stdin(port, frame);
+        break;
+      case MessageType::kStop:
+        on_stop(port, frame);
+        break;
       default:
         throw agent::ProtocolError(std::string("unexpected ") + agent::message_name(frame.type) +
                                    " from the host");
@@ -381,8 +395,8 @@ void AgentServer::on_start(Port& port, const agent::Frame& frame) {
   }
   auto command = std::make_unique<Command>();
   try {
-    command->pipes = spawn_command(request, merge_environment(environment_, additions),
-                                   config_.host_root);
+    command->pipes =
+        spawn_command(request, merge_environment(environment_, additions), config_.host_root);
   } catch (const std::runtime_error& error) {
     fail_start(port, {ErrorCode::kCannotRun, error.what(), agent::kExitCannotRun});
     return;
@@ -454,8 +468,8 @@ void AgentServer::on_output(Port& port, Source source, int fd) {
 
 void AgentServer::on_stdin_writable(Port& port) {
   Command& command = *port.command;
-  const ssize_t wrote = ::write(command.pipes.stdin_fd, command.stdin_pending.data(),
-                                command.stdin_pending.size());
+  const ssize_t wrote =
+      ::write(command.pipes.stdin_fd, command.stdin_pending.data(), command.stdin_pending.size());
   if (wrote < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (wrote < 0) {  // EPIPE: the command closed its stdin; the rest has nowhere to go
     command.stdin_pending.clear();
@@ -477,9 +491,8 @@ void AgentServer::on_exec_status(Port& port) {
     command.failure = failure;
     return;
   }
-  agent::append_body_frame(
-      port.outbox, MessageType::kStarted,
-      agent::StartedBody{static_cast<std::uint32_t>(command.pipes.pid), 0});
+  agent::append_body_frame(port.outbox, MessageType::kStarted,
+                           agent::StartedBody{static_cast<std::uint32_t>(command.pipes.pid), 0});
 }
 
 void AgentServer::run_deadlines() {

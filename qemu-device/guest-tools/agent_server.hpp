@@ -37,9 +37,9 @@ struct AgentConfig {
   // A command whose host went away: SIGTERM, then SIGKILL after this.
   std::int64_t orphan_grace_ms = 2000;
   // Output waiting for the host beyond this stops reading the commands' pipes.
-  std::size_t outbox_limit_bytes = 256 * 1024;
+  std::size_t outbox_limit_bytes = std::size_t{256} << 10;
   // stdin waiting for the command beyond this stops reading the port.
-  std::size_t stdin_limit_bytes = 1024 * 1024;
+  std::size_t stdin_limit_bytes = std::size_t{1} << 20;
 };
 
 class AgentServer {

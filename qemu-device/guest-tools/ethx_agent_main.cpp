@@ -38,7 +38,8 @@ Arguments parse_arguments(int argc, char** argv) {
     } else if (arg == "--wait-ms" && has_value) {
       arguments.wait_ms = std::strtoll(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "ethx-agent: unknown argument '%s' (see the top of ethx_agent_main.cpp)\n",
+      std::fprintf(stderr,
+                   "ethx-agent: unknown argument '%s' (see the top of ethx_agent_main.cpp)\n",
                    arg.c_str());
       std::exit(2);
     }

@@ -137,9 +137,9 @@ TEST_F(VmRun, StdinGoesToTheProgram) {
 }
 
 TEST_F(VmRun, PerGpuRunsOncePerGpuOfEveryVmWithItsEnvironment) {
-  const CommandResult result = run(
-      "--all-vms --per-gpu --env GREETING=hi -- "
-      "sh -c 'echo $GREETING $ETHX_VM $ETHX_GPU_ID $ETHX_GPU_COUNT $ETHX_GPU_BDF'");
+  const CommandResult result =
+      run("--all-vms --per-gpu --env GREETING=hi -- "
+          "sh -c 'echo $GREETING $ETHX_VM $ETHX_GPU_ID $ETHX_GPU_COUNT $ETHX_GPU_BDF'");
   ASSERT_EQ(result.exit_status, 0) << result.output;
   std::set<int> gpus;
   for (int vm = 0; vm < 2; ++vm) {
@@ -158,9 +158,8 @@ TEST_F(VmRun, PerGpuRunsOncePerGpuOfEveryVmWithItsEnvironment) {
 }
 
 TEST_F(VmRun, GuestAnswersWhileALongRunHoldsAPortAndCtrlCStopsIt) {
-  Background long_run =
-      start_background("cd / && exec " + ethx("run --name vmr -- sh -c 'echo started; sleep 30'") +
-                       " </dev/null");
+  Background long_run = start_background(
+      "cd / && exec " + ethx("run --name vmr -- sh -c 'echo started; sleep 30'") + " </dev/null");
   ASSERT_TRUE(long_run.wait_for("started")) << long_run.output;
   const json list = guest_list(0);
   ASSERT_TRUE(list.contains("gpus")) << list.dump();
@@ -174,8 +173,8 @@ TEST_F(VmRun, GuestAnswersWhileALongRunHoldsAPortAndCtrlCStopsIt) {
             std::string::npos)
       << long_run.output;
   const CommandResult left = run("-- sh -c 'ps | grep -c \"[s]leep 30\"'");
-  EXPECT_NE(left.output.find('0'), std::string::npos) << "still running in the guest: "
-                                                      << left.output;
+  EXPECT_NE(left.output.find('0'), std::string::npos)
+      << "still running in the guest: " << left.output;
 }
 
 TEST_F(VmRun, TimeoutStopsEveryCopyAndNamesThem) {
@@ -242,8 +241,8 @@ TEST_F(VmRun, HostProgramRunsPerGpuAndWritesFilesTheHostReads) {
   ASSERT_EQ(result.exit_status, 0) << result.output;
   for (int gpu = 0; gpu < 4; ++gpu) {
     const std::string text = ethx::test::read_file(dir / ("gpu-" + std::to_string(gpu) + ".txt"));
-    EXPECT_TRUE(std::regex_match(text, std::regex(std::to_string(gpu / 2) +
-                                                  " 0000:[0-9a-f:.]+ 2\n")))
+    EXPECT_TRUE(
+        std::regex_match(text, std::regex(std::to_string(gpu / 2) + " 0000:[0-9a-f:.]+ 2\n")))
         << "gpu " << gpu << ": " << text;
   }
 }
@@ -262,10 +261,8 @@ TEST_F(VmRun, ZDyingVmEndsTheRunNamingIt) {
   ASSERT_GT(qemu, 0) << state.dump();
   ::kill(qemu, SIGKILL);
   EXPECT_EQ(run_all.finish(), 1) << run_all.output;
-  EXPECT_TRUE(run_all.output.find("vm-1 (pid " + std::to_string(qemu) + ")") !=
-                  std::string::npos ||
-              run_all.output.find("vm 1: the VM closed the agent connection") !=
-                  std::string::npos)
+  EXPECT_TRUE(run_all.output.find("vm-1 (pid " + std::to_string(qemu) + ")") != std::string::npos ||
+              run_all.output.find("vm 1: the VM closed the agent connection") != std::string::npos)
       << run_all.output;
   EXPECT_NE(run_all.output.find("stopped what was still running: vm 0"), std::string::npos)
       << run_all.output;

@@ -148,11 +148,11 @@ TEST(AgentProtocol, JunkBeforeAFrameIsSkippedAndCounted) {
 }
 
 TEST(AgentProtocol, OversizedUnknownAndReservedFramesAreRejectedThenDecodingGoesOn) {
-  Bytes stream = header(8, kMaxPayloadBytes + 1);    // oversized: no payload follows
-  Bytes unknown = header(99, 3);                      // unknown type: skipped whole
+  Bytes stream = header(8, kMaxPayloadBytes + 1);  // oversized: no payload follows
+  Bytes unknown = header(99, 3);                   // unknown type: skipped whole
   unknown.insert(unknown.end(), {'a', 'b', 'c'});
   Bytes reserved = header(8, 0);
-  reserved[6] = 1;                                    // reserved field not 0
+  reserved[6] = 1;  // reserved field not 0
   stream.insert(stream.end(), unknown.begin(), unknown.end());
   stream.insert(stream.end(), reserved.begin(), reserved.end());
   append_data_frames(stream, MessageType::kStdout, "ok", 2);

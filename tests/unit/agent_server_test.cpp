@@ -142,8 +142,12 @@ class AgentServerTest : public testing::Test {
       const Frame frame = next_frame();
       const std::string data(frame.payload.begin(), frame.payload.end());
       switch (frame.type) {
-        case MessageType::kStdout: outcome.out += data; break;
-        case MessageType::kStderr: outcome.err += data; break;
+        case MessageType::kStdout:
+          outcome.out += data;
+          break;
+        case MessageType::kStderr:
+          outcome.err += data;
+          break;
         case MessageType::kStarted:
           outcome.pid = agent::read_body<agent::StartedBody>(frame).pid;
           break;
@@ -153,8 +157,11 @@ class AgentServerTest : public testing::Test {
           outcome.codes.push_back(error.code);
           break;
         }
-        case MessageType::kExit: outcome.exit = agent::read_body<agent::ExitBody>(frame); return outcome;
-        default: break;
+        case MessageType::kExit:
+          outcome.exit = agent::read_body<agent::ExitBody>(frame);
+          return outcome;
+        default:
+          break;
       }
     }
   }

@@ -24,9 +24,9 @@ std::string error_of(const Args& args) {
 }
 
 TEST(RunOptions, OptionsThenTheProgramAfterTheSeparator) {
-  const RunOptions options = parse_run_options(
-      {"--name", "f1", "--vm", "1", "--per-gpu", "--timeout-s", "30", "--env", "A=1",
-       "--env=B=x=y", "--", "./prog", "--vm", "7", "-x"});
+  const RunOptions options =
+      parse_run_options({"--name", "f1", "--vm", "1", "--per-gpu", "--timeout-s", "30", "--env",
+                         "A=1", "--env=B=x=y", "--", "./prog", "--vm", "7", "-x"});
   EXPECT_EQ(options.name, "f1");
   ASSERT_TRUE(options.vm);
   EXPECT_EQ(*options.vm, 1u);
@@ -53,8 +53,7 @@ TEST(RunOptions, WithoutSeparatorTheFirstWordStartsTheProgram) {
 TEST(RunOptions, BadInputIsOneLineNamingTheOption) {
   EXPECT_NE(error_of({"--vm", "1", "--all-vms", "--", "true"}).find("--all-vms"),
             std::string::npos);
-  EXPECT_NE(error_of({"--env", "NOVALUE", "--", "true"}).find("--env NOVALUE"),
-            std::string::npos);
+  EXPECT_NE(error_of({"--env", "NOVALUE", "--", "true"}).find("--env NOVALUE"), std::string::npos);
   EXPECT_NE(error_of({"--env", "1A=2", "--", "true"}).find("not NAME=VALUE"), std::string::npos);
   EXPECT_NE(error_of({"--timeout-s", "-3", "--", "true"}).find("--timeout-s"), std::string::npos);
   EXPECT_NE(error_of({"--per-gpu"}).find("no program"), std::string::npos);
@@ -84,10 +83,10 @@ TEST(RunOptions, QemuCommandHasTheAgentPortsAfterTheGpus) {
   EXPECT_GT(controller, at("ethx-gpu,gpu-id=3,fabric=up-x,transport=shm,gpus=4"));
   for (std::size_t port = 0; port < plan.agent_ports(); ++port) {
     const std::string id = "agent" + std::to_string(port);
-    const auto chardev = at("socket,id=" + id + ",path=/run/x/vm-1.agent-" +
-                            std::to_string(port) + ".sock,server=on,wait=off");
-    const auto device = at("virtserialport,chardev=" + id + ",name=org.ethx.agent." +
-                           std::to_string(port));
+    const auto chardev = at("socket,id=" + id + ",path=/run/x/vm-1.agent-" + std::to_string(port) +
+                            ".sock,server=on,wait=off");
+    const auto device =
+        at("virtserialport,chardev=" + id + ",name=org.ethx.agent." + std::to_string(port));
     ASSERT_LT(device, static_cast<std::ptrdiff_t>(argv.size())) << id;
     EXPECT_EQ(argv[static_cast<std::size_t>(chardev - 1)], "-chardev");
     EXPECT_GT(device, controller);
