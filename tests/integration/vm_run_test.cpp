@@ -77,14 +77,8 @@ Background start_background(const std::string& command) {
 class VmRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
-    if (!found.missing.empty()) {
-      setup_error_ = found.missing;
-      return;
-    }
-    root_ = std::filesystem::temp_directory_path() / ("ethx-vmrun-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(root_);
-    ::setenv("ETHX_RUN_DIR", root_.c_str(), 1);
+    root_ = ethx::test::make_suite_run_root("ethx-vmrun", setup_error_);
+    if (root_.empty()) return;
     const CommandResult up = run_command(
         ethx("up --name vmr --vms 2 --gpus-per-vm 2 --transport shm --quiet") + " 2>&1");
     if (up.exit_status != 0) setup_error_ = "ethx up failed: " + up.output;
@@ -92,8 +86,7 @@ class VmRun : public ::testing::Test {
   static void TearDownTestSuite() {
     if (root_.empty()) return;
     run_command(ethx("down --name vmr --quiet"));
-    std::filesystem::remove_all(root_);
-    ::unsetenv("ETHX_RUN_DIR");
+    ethx::test::remove_suite_run_root(root_);
   }
   void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
 

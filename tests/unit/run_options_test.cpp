@@ -1,9 +1,11 @@
 // `ethx run`'s command line (fabric/cli/run_command.hpp): where ethx's options end and the
-// program begins, and the one-line errors for what cannot run.
+// program begins, and the one-line errors for what cannot run; the agent ports every VM's
+// QEMU command line gets (fabric/vm/vm_plan.cpp).
 #include <gtest/gtest.h>
 
 #include <boost/program_options.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fabric/cli/run_command.hpp"
@@ -65,13 +67,10 @@ TEST(RunOptions, BadInputIsOneLineNamingTheOption) {
   }
 }
 
-TEST(RunOptions, QemuCommandHasTheAgentPortsAfterTheGpus) {
+TEST(VmPlanAgentPorts, QemuCommandHasThePortsAfterTheGpus) {
   VmPlan plan;
-  plan.count = 2;
-  plan.gpus_per_vm = 2;
-  plan.qemu = "/q";
-  plan.kernel = "/k";
-  plan.initrd = "/i";
+  plan.count = plan.gpus_per_vm = 2;
+  std::tie(plan.qemu, plan.kernel, plan.initrd) = std::tuple("/q", "/k", "/i");
   const VmFabric fabric{"up-x", "shm", "", "", 4, "/run/x"};
   const Args argv = qemu_command(plan, 1, fabric);
   const auto at = [&argv](const std::string& arg) {
