@@ -164,13 +164,15 @@ std::vector<AgentEvent> AgentClient::read_events() {
   std::vector<AgentEvent> events;
   std::vector<std::uint8_t> buffer(agent::kMaxPayloadBytes);
   const ssize_t got = ::recv(fd_, buffer.data(), buffer.size(), 0);
-  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return events;
+  const int error = errno;
+  if (got < 0 && (error == EAGAIN || error == EINTR)) return events;
   if (got > 0) decoder_.feed(buffer.data(), static_cast<std::size_t>(got));
   events_from_frames(events);
   if (got <= 0) {
     AgentEvent closed;
     closed.kind = AgentEvent::Kind::kClosed;
-    closed.data = got == 0 ? "the VM closed the agent connection" : std::strerror(errno);
+    closed.data = got == 0 ? "the VM closed the agent connection"
+                           : std::string("agent connection: ") + std::strerror(error);
     events.push_back(closed);
   }
   return events;
