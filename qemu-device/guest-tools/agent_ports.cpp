@@ -28,6 +28,16 @@ std::vector<AgentPortInfo> find_agent_ports(const std::filesystem::path& class_d
   return ports;
 }
 
+bool has_virtio_console(const std::filesystem::path& devices_dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(devices_dir, error)) {
+    std::ifstream in(entry.path() / "device");
+    std::string id;
+    if (in >> id && id == "0x0003") return true;  // VIRTIO_ID_CONSOLE
+  }
+  return false;
+}
+
 std::vector<AgentPortInfo> wait_for_agent_ports(std::size_t expected, std::int64_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {

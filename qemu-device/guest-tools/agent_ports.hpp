@@ -23,6 +23,12 @@ struct AgentPortInfo {
 std::vector<AgentPortInfo> find_agent_ports(const std::filesystem::path& class_dir,
                                             const std::filesystem::path& dev_dir);
 
+inline const std::filesystem::path kSysfsVirtioDevices = "/sys/bus/virtio/devices";
+
+// True if a virtio console (virtio-serial) device is under `devices_dir` (virtio_pci adds them
+// while it loads, before the ports appear): without one there is nothing to wait for.
+bool has_virtio_console(const std::filesystem::path& devices_dir);
+
 // Waits (start-up only: the kernel adds and names ports asynchronously after modprobe) until
 // `expected` ports are named or `timeout_ms` passed; returns what it found then.
 std::vector<AgentPortInfo> wait_for_agent_ports(std::size_t expected, std::int64_t timeout_ms);

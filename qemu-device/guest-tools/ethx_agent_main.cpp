@@ -76,6 +76,10 @@ int fork_background(int& ready_fd) {
 int main(int argc, char** argv) {
   using namespace ethx::guest;
   const Arguments arguments = parse_arguments(argc, argv);
+  if (!has_virtio_console(kSysfsVirtioDevices)) {  // run-vm.sh, a probe boot: nothing to serve
+    std::printf("ethx-agent: this VM has no virtio-serial device; not started\n");
+    return 0;
+  }
   int ready_fd = -1;
   if (arguments.background && fork_background(ready_fd) != 0) {
     std::perror("ethx-agent: fork");
@@ -97,6 +101,9 @@ int main(int argc, char** argv) {
     }
     link_port_names(ports);
     AgentServer server(ports, AgentConfig{});
+    std::printf("ethx-agent: serving %zu virtio-serial ports (%s0..%zu)\n", ports.size(),
+                ethx::agent::kPortNamePrefix, ports.size() - 1);
+    std::fflush(stdout);
     if (ready_fd >= 0) {
       [[maybe_unused]] const ssize_t wrote = ::write(ready_fd, "1", 1);
       ::close(ready_fd);

@@ -309,6 +309,13 @@ TEST(AgentPieces, FindsNamedAgentPortsInSysfs) {
   port("vport1p1", "org.ethx.agent.0");
   port("vport1p3", "org.qemu.guest_agent.0");  // another port
   port("vport1p4", "");                        // not named yet
+  EXPECT_FALSE(has_virtio_console(root / "virtio"));
+  fs::create_directories(root / "virtio" / "virtio0");
+  std::ofstream(root / "virtio" / "virtio0" / "device") << "0x0001\n";  // a NIC
+  EXPECT_FALSE(has_virtio_console(root / "virtio"));
+  fs::create_directories(root / "virtio" / "virtio1");
+  std::ofstream(root / "virtio" / "virtio1" / "device") << "0x0003\n";
+  EXPECT_TRUE(has_virtio_console(root / "virtio"));
   const std::vector<AgentPortInfo> found = find_agent_ports(root / "class", root / "dev");
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].name, "org.ethx.agent.0");
