@@ -156,7 +156,7 @@ int run_vm_bench(const BenchOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const std::string name = options.fabric.empty() ? "default" : options.fabric;
   RunDirectory directory(name);
-  directory.lock();  // the agents serve one client at a time
+  directory.lock();  // no `ethx up` or `ethx down` of this name while the suite runs
   std::optional<RunState> state = directory.load();
   const bool attached = state && state->vms > 0;
   if (state && !attached) {
@@ -228,7 +228,7 @@ int run_vm_bench(const BenchOptions& options) {
 
   std::vector<std::unique_ptr<GuestAgent>> agents;
   for (std::size_t vm = 0; vm < target.vms; ++vm) {
-    agents.push_back(std::make_unique<GuestAgent>(vm_agent_path(target.log_directory, vm), 10'000));
+    agents.push_back(std::make_unique<GuestAgent>(target.log_directory, vm, 10'000));
   }
   json guests = json::array();
   std::vector<std::string> failures;

@@ -1,4 +1,4 @@
-// ethx: the command users run: bench, up, status, down, config, sim.
+// ethx: the command users run: bench, up, status, down, run, guest, config, sim, ...
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <optional>
@@ -8,6 +8,7 @@
 #include "fabric/bench/soak_command.hpp"
 #include "fabric/cli/fault_command.hpp"
 #include "fabric/cli/restart_switch_command.hpp"
+#include "fabric/cli/run_command.hpp"
 #include "fabric/cli/status_command.hpp"
 #include "fabric/cli/up_command.hpp"
 #include "fabric/compare/compare_command.hpp"
@@ -31,6 +32,7 @@ constexpr const char* kUsage =
     "  down     stop a running fabric and remove everything it made\n"
     "  fault    change the faults a switch port of a running fabric injects\n"
     "  restart-switch  replace a running fabric's switch process; the nodes continue\n"
+    "  run      run a program in the VMs of a running fabric (docs/programs.md)\n"
     "  guest    run an ethx-guest command in a VM of a running fabric\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
@@ -193,13 +195,13 @@ int down(int argc, char** argv) {
 
 int guest(int argc, char** argv) {
   ethx::GuestOptions options;
-  std::vector<std::string> arguments;
   po::options_description description("ethx guest options (then the ethx-guest command)");
   description.add_options()("help", "show this help")(
       "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
       "vm", po::value(&options.vm)->default_value(0), "which VM")(
       "timeout-s", po::value<std::int64_t>()->default_value(120), "give up after this long")(
-      "command", po::value(&arguments), "ethx-guest arguments, e.g. `list` or `status --gpu 1`");
+      "command", po::value(&options.arguments),
+      "ethx-guest arguments, e.g. `list` or `status --gpu 1`");
   po::positional_options_description positional;
   positional.add("command", -1);
   po::variables_map vm;
@@ -212,11 +214,19 @@ int guest(int argc, char** argv) {
   }
   po::notify(vm);
   options.timeout_ms = vm["timeout-s"].as<std::int64_t>() * 1000;
-  for (const std::string& argument : arguments) {
-    if (!options.arguments.empty()) options.arguments += " ";
-    options.arguments += argument;
-  }
   return ethx::run_guest(options);
+}
+
+// `ethx run`: its own parser (fabric/cli/run_command.hpp): the program's arguments are not
+// ethx's options.
+int run(int argc, char** argv) {
+  const ethx::RunOptions options =
+      ethx::parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (options.help) {
+    std::cout << ethx::run_help();
+    return 0;
+  }
+  return ethx::run_in_vms(options);
 }
 
 int status(int argc, char** argv) {
@@ -384,6 +394,7 @@ int main(int argc, char** argv) {
     if (command == "down") return down(argc - 1, argv + 1);
     if (command == "status") return status(argc - 1, argv + 1);
     if (command == "guest") return guest(argc - 1, argv + 1);
+    if (command == "run") return run(argc - 1, argv + 1);
     if (command == "fault") return fault(argc - 1, argv + 1);
     if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
     if (command == "softroce") return softroce(argc - 1, argv + 1);

@@ -19,7 +19,6 @@
 #include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
-#include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/kvm_probe.hpp"
 #include "fabric/vm/vm_plan.hpp"
 #include "switch/runtime/fault_change.hpp"
@@ -270,27 +269,6 @@ int run_down(const DownOptions& options) {
     }
   }
   return status;
-}
-
-int run_guest(const GuestOptions& options) {
-  RunDirectory directory(options.name);
-  directory.lock();  // one user of the agents at a time
-  const std::optional<RunState> state = directory.load();
-  if (!state) {
-    std::cerr << "ethx guest: no fabric '" << options.name << "' is up\n";
-    return 3;
-  }
-  if (options.vm >= state->vms) {
-    std::cerr << "ethx guest: fabric '" << options.name << "' has " << state->vms << " VMs\n";
-    return 2;
-  }
-  install_stop_signals(false);
-  // The VM (or any process of the fabric) exiting ends the wait for its answer at once.
-  const std::unique_ptr<ProcessWatcher> watcher = watch_recorded_processes(directory, *state);
-  GuestAgent agent(vm_agent_path(directory.path(), options.vm), 10'000);
-  const GuestBlock block = agent.run(options.arguments, options.timeout_ms);
-  std::cout << block.output;
-  return block.exit_status;
 }
 
 }  // namespace ethx

@@ -34,14 +34,4 @@ struct DownOptions {
 };
 int run_down(const DownOptions& options);
 
-struct GuestOptions {
-  std::string name = "default";
-  std::size_t vm = 0;
-  std::string arguments;  // for ethx-guest in that VM
-  std::int64_t timeout_ms = 120'000;
-};
-// `ethx guest`: runs one `ethx-guest` command in a VM of a running fabric through its agent,
-// prints its output, returns its exit status.
-int run_guest(const GuestOptions& options);
-
 }  // namespace ethx

@@ -177,8 +177,8 @@ json run_suite(const SoftRoceOptions& options) {
                        "needs root: the guest NICs are taps in a network namespace "
                        "joined to the switch by AF_PACKET sockets");
   }
-  // A running fabric's agents serve one client at a time: its lock is held while we use it,
-  // and released at once when we boot VMs of our own instead.
+  // A running fabric is not taken down (`ethx down`) or restarted (`ethx up`) under us: its lock
+  // is held while we use it, and released at once when we boot VMs of our own instead.
   std::optional<RunDirectory> directory(std::in_place, options.fabric);
   directory->lock();
   std::optional<RunState> state = directory->load();
@@ -248,8 +248,8 @@ json run_suite(const SoftRoceOptions& options) {
     notes.push_back("booted 2 temporary VMs (" + accel.accel + ", " + accel.reason + ") in " +
                     std::to_string(static_cast<int>(elapsed_s())) + " s");
   }
-  GuestAgent client(vm_agent_path(logs, 0), 10'000);
-  GuestAgent server(vm_agent_path(logs, 1), 10'000);
+  GuestAgent client(logs, 0, 10'000);
+  GuestAgent server(logs, 1, 10'000);
 
   json report = empty_system(
       kSystemSoftRoce,

@@ -1,8 +1,10 @@
-// The host side of a guest's command agent (qemu-device/guest/init): a line of `ethx-guest`
-// arguments goes to the VM's second serial port (a QEMU chardev socket); the answer comes back
-// between ETHX-BEGIN and ETHX-END <exit status>. One command at a time per VM.
+// A guest command as one call, on ethx-agent (agent_client.hpp): `ethx-guest <arguments>`, or
+// after a `!` a shell command line (`sh -c`), with stdin from /dev/null; its stdout and stderr
+// together, and its exit status. Each run() takes a free agent port of the VM for itself, so
+// runs from several threads or processes (and `ethx run`s) proceed at once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,21 +14,19 @@ namespace ethx {
 
 class GuestAgent {
  public:
-  // Connects to the agent socket of a running VM (retrying until `timeout_ms` while QEMU
-  // creates it). Throws std::runtime_error naming the path.
-  GuestAgent(std::string socket_path, std::int64_t timeout_ms);
-  ~GuestAgent();
-  GuestAgent(const GuestAgent&) = delete;
-  GuestAgent& operator=(const GuestAgent&) = delete;
+  // The agent of VM `vm` of the fabric whose logs (and QEMU sockets) are in `log_directory`.
+  // `connect_timeout_ms` bounds each run's wait for a port, the connection and the agent's
+  // Hello.
+  GuestAgent(std::string log_directory, std::size_t vm, std::int64_t connect_timeout_ms);
 
-  // Runs `ethx-guest <arguments>` in the guest. Throws std::runtime_error on a timeout or a
-  // closed connection (the VM died), Interrupted on Ctrl-C.
+  // Runs the command in the guest. Throws std::runtime_error on a timeout (the command is
+  // stopped) or when the VM goes away, Interrupted on Ctrl-C or a stop request.
   GuestBlock run(const std::string& arguments, std::int64_t timeout_ms);
 
  private:
-  std::string path_;
-  int fd_ = -1;
-  std::string pending_;  // bytes received after the last answer
+  std::string log_directory_;
+  std::size_t vm_;
+  std::int64_t connect_timeout_ms_;
 };
 
 }  // namespace ethx

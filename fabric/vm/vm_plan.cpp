@@ -95,8 +95,37 @@ std::string vm_agent_path(const std::string& log_directory, std::size_t vm) {
   return log_directory + "/vm-" + std::to_string(vm) + ".agent.sock";
 }
 
+std::string vm_agent_port_path(const std::string& log_directory, std::size_t vm, std::size_t port) {
+  return log_directory + "/vm-" + std::to_string(vm) + ".agent-" + std::to_string(port) + ".sock";
+}
+
+std::string vm_agent_lock_path(const std::string& log_directory, std::size_t vm, std::size_t port) {
+  return log_directory + "/vm-" + std::to_string(vm) + ".agent-" + std::to_string(port) + ".lock";
+}
+
+namespace {
+
+// ethx-agent's ports, after the GPUs so that their PCI addresses stay where they were: one
+// virtio-serial controller, a socket chardev and a named port per command channel.
+void add_agent_ports(std::vector<std::string>& argv, const VmPlan& plan, std::size_t vm,
+                     const std::string& log_directory) {
+  argv.insert(argv.end(), {"-device", "virtio-serial-pci"});
+  for (std::size_t port = 0; port < plan.agent_ports(); ++port) {
+    const std::string id = "agent" + std::to_string(port);
+    argv.insert(argv.end(),
+                {"-chardev",
+                 "socket,id=" + id + ",path=" + vm_agent_port_path(log_directory, vm, port) +
+                     ",server=on,wait=off",
+                 "-device",
+                 "virtserialport,chardev=" + id + ",name=org.ethx.agent." + std::to_string(port)});
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const VmFabric& fabric) {
-  std::string append = "console=ttyS0 quiet panic=-1";
+  std::string append =
+      "console=ttyS0 quiet panic=-1 ethx.agent_ports=" + std::to_string(plan.agent_ports());
   if (plan.guest_nics) {
     append += " ethx.ip=" + guest_nic_ip(vm) + "/" + std::to_string(kGuestNicPrefixLength);
   }
@@ -138,6 +167,7 @@ std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const 
     if (!fabric.config_path.empty()) device += ",config=" + fabric.config_path;
     argv.insert(argv.end(), {"-device", device});
   }
+  add_agent_ports(argv, plan, vm, fabric.log_directory);
   return argv;
 }
 

@@ -27,6 +27,10 @@ struct VmPlan {
   bool shared_root = false;
 
   std::size_t vm_gpus() const { return count * gpus_per_vm; }
+  // virtio-serial ports of ethx-agent per VM (docs/agent-protocol.md): one command each at a
+  // time, so `ethx run --per-gpu` (one per GPU) leaves 4 for `ethx guest` and other commands.
+  std::size_t agent_ports() const { return gpus_per_vm + kSpareAgentPorts; }
+  static constexpr std::size_t kSpareAgentPorts = 4;
   std::size_t vm_of_gpu(std::size_t gpu) const { return gpu / gpus_per_vm; }
 };
 
@@ -73,7 +77,12 @@ struct VmFabric {
 std::vector<std::string> qemu_command(const VmPlan& plan, std::size_t vm, const VmFabric& fabric);
 // <log dir>/vm-<k>.console: everything the VM printed on its console (ttyS0).
 std::string vm_serial_path(const std::string& log_directory, std::size_t vm);
-// <log dir>/vm-<k>.agent.sock: the guest's command agent on ttyS1 (guest_agent.hpp).
+// <log dir>/vm-<k>.agent.sock: the guest's legacy command agent on ttyS1 (qemu-device/guest/init).
 std::string vm_agent_path(const std::string& log_directory, std::size_t vm);
+// <log dir>/vm-<k>.agent-<port>.sock: ethx-agent's virtio-serial port org.ethx.agent.<port>
+// (agent_client.hpp), and <log dir>/vm-<k>.agent-<port>.lock, whose flock says which host
+// process uses it.
+std::string vm_agent_port_path(const std::string& log_directory, std::size_t vm, std::size_t port);
+std::string vm_agent_lock_path(const std::string& log_directory, std::size_t vm, std::size_t port);
 
 }  // namespace ethx

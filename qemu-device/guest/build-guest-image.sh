@@ -30,7 +30,7 @@ case "$variant" in
   *) echo "qemu-device/guest/build-guest-image.sh: ETHX_GUEST_VARIANT=$variant: use rdma or nothing" >&2; exit 1 ;;
 esac
 tools_dir="${ETHX_GUEST_TOOLS_DIR:-$repo/build/bin}"
-guest_tools=(ethx-guest)
+guest_tools=(ethx-guest ethx-agent)
 # NICs for the next stages and Soft-RoCE (crc32_generic: rdma_rxe needs it, modinfo does not
 # say so); 9p, its virtio transport and overlay for the shared root (/init, ethx.root=9p; netfs
 # and fscache come in as 9p's dependencies); together about 0.7 MB of the compressed initramfs.
@@ -43,6 +43,8 @@ modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs crc
 # The RDMA variant also needs rdma_ucm (librdmacm, perftest -R) and the UDP tunnels rdma_rxe
 # loads through; udp_tunnel and ip6_udp_tunnel come in as rdma_rxe's dependencies.
 [ "$variant" = rdma ] && modules="${ETHX_GUEST_MODULES-e1000 virtio_net virtio_pci rdma_rxe ib_uverbs rdma_ucm crc32_generic $shared_root_modules}"
+# Both variants: virtio_console for ethx-agent's virtio-serial ports (docs/agent-protocol.md).
+modules="$modules virtio_console"
 # Debian packages whose files the RDMA variant carries (downloaded, unpacked, never installed).
 rdma_packages=(perftest ibverbs-providers libibverbs1 libibverbs-dev librdmacm1 libnl-3-200
                libnl-route-3-200 libpci3 iproute2 libmnl0 libbsd0 libmd0 libcap2 libc6

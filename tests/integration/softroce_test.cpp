@@ -97,7 +97,7 @@ class SoftRoce : public ::testing::Test {
   }
 
   static std::unique_ptr<GuestAgent> agent(std::size_t vm) {
-    return std::make_unique<GuestAgent>(vm_agent_path(logs_, vm), 10'000);
+    return std::make_unique<GuestAgent>(logs_, vm, 10'000);
   }
 
   static inline std::string name_, tag_, logs_, up_output_;

@@ -37,14 +37,8 @@ constexpr std::uint64_t kHbm = 32 * kMiB;       // ... and only its first 32 MiB
 class VmFabric : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
-    if (!found.missing.empty()) {
-      setup_error_ = found.missing;
-      return;
-    }
-    root_ = std::filesystem::temp_directory_path() / ("ethx-vmtest-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(root_);
-    ::setenv("ETHX_RUN_DIR", root_.c_str(), 1);
+    root_ = ethx::test::make_suite_run_root("ethx-vmtest", setup_error_);
+    if (root_.empty()) return;
     config_ = root_ / "fabric.toml";
     std::ofstream(config_) << "[fabric]\ngpus = 4\nhbm_bytes = " << kHbm
                            << "\naperture_bytes = " << kAperture
@@ -57,8 +51,7 @@ class VmFabric : public ::testing::Test {
   static void TearDownTestSuite() {
     if (root_.empty()) return;
     run_command(ethx("down --name vmt --quiet"));
-    std::filesystem::remove_all(root_);
-    ::unsetenv("ETHX_RUN_DIR");
+    ethx::test::remove_suite_run_root(root_);
   }
   void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
 

@@ -80,10 +80,10 @@ class VmSharedRoot : public ::testing::Test {
   static std::string ethx(const std::string& arguments) {
     return ethx::test::ethx_binary() + " " + arguments;
   }
-  // A shell command line in VM `vm` (the agent's `!` lines): its output and exit status.
+  // A shell command line in VM `vm` (`ethx run -- sh -c`): its output and exit status.
   static CommandResult shell(int vm, const std::string& line) {
-    return run_command(ethx("guest --name vsr --vm " + std::to_string(vm) + " --timeout-s 60 -- " +
-                            quoted("!" + line)) +
+    return run_command(ethx("run --name vsr --vm " + std::to_string(vm) +
+                            " --timeout-s 60 -- sh -c " + quoted(line)) +
                        " 2>&1");
   }
   static CommandResult compile(int version) {

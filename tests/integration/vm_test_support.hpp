@@ -46,6 +46,28 @@ inline VmPrerequisites find_vm_prerequisites() {
   return found;
 }
 
+// For a suite that boots its own fabric: checks QEMU and the image, then makes a run-directory
+// root of its own, <temp>/<prefix>-<pid>, and points ETHX_RUN_DIR at it, so its `ethx up`
+// never meets a user's fabric. Empty, with `error` set, when something is missing.
+inline std::filesystem::path make_suite_run_root(const std::string& prefix, std::string& error) {
+  const VmPrerequisites found = find_vm_prerequisites();
+  if (!found.missing.empty()) {
+    error = found.missing;
+    return {};
+  }
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root);
+  ::setenv("ETHX_RUN_DIR", root.c_str(), 1);
+  return root;
+}
+
+// After the suite's `ethx down`: removes the root and ETHX_RUN_DIR.
+inline void remove_suite_run_root(const std::filesystem::path& root) {
+  std::filesystem::remove_all(root);
+  ::unsetenv("ETHX_RUN_DIR");
+}
+
 struct ProcessResult {
   bool timed_out = false;
   int exit_status = -1;  // -1 unless the process exited normally
