@@ -172,18 +172,37 @@ int ethx_gpu_atomic(ethx_gpu* gpu, int op, uint64_t window_addr, unsigned width,
   }
 }
 
-int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
-                  ethx_gpu_copy_done done, void* opaque) {
+namespace {
+
+int start_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes, ethx_gpu_copy_done done,
+               void* opaque, ethx::GpuDevice::CopyStart how) {
   try {
-    const bool started =
-        gpu->device->start_copy(src, dst, bytes, [done, opaque](const ethx::DeviceResult& result) {
+    const bool started = gpu->device->start_copy(
+        src, dst, bytes,
+        [done, opaque](const ethx::DeviceResult& result) {
           if (done != nullptr) done(opaque, static_cast<int>(result.status), result.fault_addr);
-        });
+        },
+        how);
     return started ? 0 : -1;
   } catch (const std::exception& failure) {
     log_internal("copy", failure.what());
     return -1;
   }
+}
+
+}  // namespace
+
+int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
+                  ethx_gpu_copy_done done, void* opaque) {
+  return start_copy(gpu, src, dst, bytes, done, opaque, ethx::GpuDevice::CopyStart::kWakeService);
+}
+
+int ethx_gpu_copy_driven(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
+                         ethx_gpu_copy_done done, void* opaque, int64_t budget_ns) {
+  const int started =
+      start_copy(gpu, src, dst, bytes, done, opaque, ethx::GpuDevice::CopyStart::kCallerDrives);
+  if (started == 0) ethx_gpu_copy_poll(gpu, budget_ns);
+  return started;
 }
 
 int ethx_gpu_copy_poll(ethx_gpu* gpu, int64_t budget_ns) {

@@ -77,6 +77,15 @@ int ethx_gpu_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
                   ethx_gpu_copy_done done, void* opaque);
 
 /*
+ * Starts a copy and drives it on the calling thread for at most budget_ns (QEMU: the vCPU
+ * writing COPY_CMD without the interrupt bit, with the big lock dropped: the guest will poll),
+ * without waking the service thread to compete for the engine; a copy that outlasts the budget
+ * is handed to the service thread. 0 if started, -1 if one is already running.
+ */
+int ethx_gpu_copy_driven(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes,
+                         ethx_gpu_copy_done done, void* opaque, int64_t budget_ns);
+
+/*
  * Drives the running copy on the calling thread for at most budget_ns (QEMU: the vCPU reading
  * COPY_STATUS, with the big lock dropped), so it progresses without waiting for the service
  * thread. 1 if a copy is still running, 0 if not.

@@ -408,8 +408,8 @@ DeviceResult GpuDevice::flush_all() {
   return submit_and_wait(request);
 }
 
-bool GpuDevice::start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes,
-                           CopyDone done) {
+bool GpuDevice::start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done,
+                           CopyStart how) {
   bool expected = false;
   if (!impl_->copy_busy.compare_exchange_strong(expected, true)) return false;
   {
@@ -422,7 +422,7 @@ bool GpuDevice::start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t b
     impl_->copy_incoming.emplace(std::move(job));
   }
   impl_->has_incoming.store(true);
-  impl_->port->interrupt();
+  if (how == CopyStart::kWakeService) impl_->port->interrupt();
   return true;
 }
 

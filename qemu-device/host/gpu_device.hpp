@@ -117,7 +117,11 @@ class GpuDevice {
   // a thread driving it for its own load). Returns false if a copy is already running (one at
   // a time).
   using CopyDone = std::function<void(const DeviceResult&)>;
-  bool start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done);
+  // kCallerDrives: the caller goes on to drive_copy() at once, so the service thread is not
+  // woken to compete with it for the engine (drive_copy wakes it if the copy outlasts it).
+  enum class CopyStart { kWakeService, kCallerDrives };
+  bool start_copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, CopyDone done,
+                  CopyStart how = CopyStart::kWakeService);
   // Drives the running copy on the calling thread (the engine owned for at most `budget_ns`)
   // instead of leaving it to the service thread: the copy progresses from the first poll, even
   // while the service thread naps. Returns whether a copy is still running.

@@ -247,6 +247,8 @@ static void ethx_gpu_copy_bh(void *opaque)
 
 static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
 {
+    int started;
+
     if (!(command & ETHX_COPY_CMD_START)) {
         return;
     }
@@ -260,8 +262,19 @@ static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
     }
     s->copy_irq = (command & ETHX_COPY_CMD_IRQ) != 0;
     qatomic_set(&s->copy_state, ETHX_COPY_BUSY);
-    if (ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s) !=
-        0) {
+    if (s->copy_irq) {
+        started = ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len,
+                                ethx_gpu_copy_finished, s);
+    } else {
+        /* The guest will poll COPY_STATUS: start driving now, without the big lock. */
+        uint64_t src = s->copy_src, dst = s->copy_dst, len = s->copy_len;
+
+        qemu_mutex_unlock_iothread();
+        started = ethx_gpu_copy_driven(s->gpu, src, dst, len, ethx_gpu_copy_finished, s,
+                                       ETHX_COPY_POLL_BUDGET_NS);
+        qemu_mutex_lock_iothread();
+    }
+    if (started != 0) {
         qatomic_set(&s->copy_state, ETHX_COPY_IDLE);
         ethx_gpu_latch(s, ETHX_ERROR_COPY_BUSY, s->copy_src);
     }
