@@ -263,8 +263,8 @@ static void ethx_gpu_copy_doorbell(EthxGpuState *s, uint32_t command)
     s->copy_irq = (command & ETHX_COPY_CMD_IRQ) != 0;
     qatomic_set(&s->copy_state, ETHX_COPY_BUSY);
     if (s->copy_irq) {
-        started = ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len,
-                                ethx_gpu_copy_finished, s);
+        started =
+            ethx_gpu_copy(s->gpu, s->copy_src, s->copy_dst, s->copy_len, ethx_gpu_copy_finished, s);
     } else {
         /* The guest will poll COPY_STATUS: start driving now, without the big lock. */
         uint64_t src = s->copy_src, dst = s->copy_dst, len = s->copy_len;
