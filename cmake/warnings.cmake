@@ -12,6 +12,14 @@ endif()
 if(ETHX_WERROR)
   target_compile_options(ethx_warnings INTERFACE -Werror)
 endif()
+# The same for the C libraries programs link (the SDK, OpenSHMEM), less the C++-only ones.
+add_library(ethx_c_warnings INTERFACE)
+target_compile_options(ethx_c_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -Wcast-align
+  -Wimplicit-fallthrough -Wformat=2)
+if(ETHX_WERROR)
+  target_compile_options(ethx_c_warnings INTERFACE -Werror)
+endif()
 if(ETHX_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
                       -fno-sanitize-recover=undefined)

@@ -1,0 +1,204 @@
+/* shmem_init and friends: find this PE's GPU, lay out its memory, join the others. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shmem_core.h"
+#include "shmem_layout.h"
+
+ethx_shmem_state ethx_shmem_g_state;
+
+/* Defaults measured with tests/shmem/shmem_bench.c (docs/shmem.md): below these a put is
+ * cheaper as posted window stores, a get as window loads. */
+enum { kDefaultPutCopyMinBytes = 512, kDefaultGetCopyMinBytes = 64 };
+
+void ethx_shmem_fatal(const char* format, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  if (ethx_shmem_g_state.initialized) {
+    fprintf(stderr, "ethx-shmem: PE %d: %s\n", ethx_shmem_g_state.me, message);
+  } else {
+    fprintf(stderr, "ethx-shmem: %s\n", message);
+  }
+  fflush(NULL);
+  _exit(1);
+}
+
+int ethx_shmem_initialized(void) { return ethx_shmem_g_state.initialized; }
+int ethx_shmem_me(void) { return ethx_shmem_g_state.me; }
+int ethx_shmem_npes(void) { return ethx_shmem_g_state.npes; }
+
+void ethx_shmem_require_init(const char* function) {
+  if (!ethx_shmem_g_state.initialized) {
+    ethx_shmem_fatal("%s called before shmem_init", function);
+  }
+}
+
+void ethx_shmem_check_pe(int pe, const char* function) {
+  if (pe < 0 || pe >= ethx_shmem_g_state.npes) {
+    ethx_shmem_fatal("%s: PE %d is out of range (this job has PEs 0-%d)", function, pe,
+                     ethx_shmem_g_state.npes - 1);
+  }
+}
+
+/* A non-negative integer from the environment with an optional K/M/G suffix; `fallback` when
+ * unset. Fatal, naming the variable, when it does not parse. */
+static uint64_t env_size(const char* name, uint64_t fallback) {
+  const char* text = getenv(name);
+  if (text == NULL || *text == '\0') return fallback;
+  char* end = NULL;
+  errno = 0;
+  const unsigned long long value = strtoull(text, &end, 10);
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  if (*end == 'M' || *end == 'm') shift = 20;
+  if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+      value > (UINT64_MAX >> shift)) {
+    ethx_shmem_fatal("%s=%s: not a size (bytes, or a number with K, M or G)", name, text);
+  }
+  return (uint64_t)value << shift;
+}
+
+static int env_int(const char* name, const char* hint) {
+  const char* text = getenv(name);
+  if (text == NULL || *text == '\0') {
+    ethx_shmem_fatal("%s is not set: %s", name, hint);
+  }
+  char* end = NULL;
+  const long value = strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > INT32_MAX) {
+    ethx_shmem_fatal("%s=%s: not a non-negative integer", name, text);
+  }
+  return (int)value;
+}
+
+static const char kLaunchHint[] =
+    "start OpenSHMEM programs with `oshrun -np N PROGRAM` (docs/shmem.md)";
+
+/* Opens this PE's GPU (PE k is GPU k) and holds its command registers for the job. */
+static void open_device(ethx_shmem_state* state) {
+  char error[256];
+  state->dev = ethx_dev_open_gpu((uint32_t)state->me, error, sizeof error);
+  if (state->dev == NULL) ethx_shmem_fatal("GPU %d: %s", state->me, error);
+  ethx_dev_info info;
+  ethx_dev_get_info(state->dev, &info);
+  if (info.register_map_version < 3) {
+    ethx_shmem_fatal("GPU %d speaks register map %u; shmem_quiet needs FLUSH (map 3)", state->me,
+                     info.register_map_version);
+  }
+  if (info.gpu_count < (uint32_t)state->npes) {
+    ethx_shmem_fatal("%d PEs need %d GPUs; the fabric has %u", state->npes, state->npes,
+                     info.gpu_count);
+  }
+  if (ethx_dev_lock(state->dev, -1) != 0) {
+    ethx_shmem_fatal("GPU %d: %s", state->me, ethx_dev_last_error(state->dev));
+  }
+  uint64_t window_bytes = 0;
+  state->hbm = ethx_dev_hbm(state->dev, &state->hbm_bytes);
+  state->window = ethx_dev_window(state->dev, &window_bytes);
+  if (state->hbm == NULL || state->window == NULL) {
+    ethx_shmem_fatal("GPU %d: %s", state->me, ethx_dev_last_error(state->dev));
+  }
+  state->aperture_bytes = info.aperture_bytes;
+}
+
+/* The heap gets SHMEM_SYMMETRIC_SIZE bytes (default: all of HBM the library leaves). */
+static void lay_out_memory(ethx_shmem_state* state) {
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  state->data = ethx_shmem_move_data_segment(ETHX_SHMEM_DATA_OFFSET, state->hbm_bytes);
+  const uint64_t heap_offset =
+      (state->data.hbm_offset + state->data.bytes + page - 1) / page * page;
+  const uint64_t available = state->hbm_bytes > heap_offset ? state->hbm_bytes - heap_offset : 0;
+  const uint64_t wanted = env_size("SHMEM_SYMMETRIC_SIZE", available);
+  if (wanted > available) {
+    ethx_shmem_fatal(
+        "SHMEM_SYMMETRIC_SIZE=%" PRIu64 " bytes exceeds what the GPU's memory holds: %" PRIu64
+        " MiB HBM minus %" PRIu64 " KiB for the library and the data segment leaves %" PRIu64
+        " bytes",
+        wanted, state->hbm_bytes >> 20, heap_offset >> 10, available);
+  }
+  ethx_shmem_heap_init(heap_offset, (size_t)wanted);
+}
+
+void shmem_init(void) {
+  ethx_shmem_state* state = &ethx_shmem_g_state;
+  if (state->initialized) return; /* 1.5: later calls have no effect */
+  if (state->finalized) ethx_shmem_fatal("shmem_init after shmem_finalize");
+  state->me = env_int("ETHX_GPU_ID", kLaunchHint);
+  state->npes = env_int("ETHX_SHMEM_NPES", kLaunchHint);
+  state->job = (uint32_t)env_int("ETHX_SHMEM_JOB", kLaunchHint);
+  if (state->npes < 1 || state->me >= state->npes) {
+    ethx_shmem_fatal("PE %d of %d: ETHX_GPU_ID must be below ETHX_SHMEM_NPES", state->me,
+                     state->npes);
+  }
+  state->put_copy_min_bytes = env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
+  state->get_copy_min_bytes = env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
+  state->initialized = 1; /* from here fatal errors name the PE */
+  state->thread_level = SHMEM_THREAD_SINGLE;
+  open_device(state);
+  lay_out_memory(state);
+  /* Nobody writes a PE's globals or heap before that PE has moved them into HBM. */
+  ethx_shmem_world_barrier(1);
+}
+
+int shmem_init_thread(int requested, int* provided) {
+  shmem_init();
+  /* One thread drives the GPU's command registers: SINGLE and FUNNELED are what we give. */
+  const int level = requested >= SHMEM_THREAD_FUNNELED ? SHMEM_THREAD_FUNNELED : requested;
+  ethx_shmem_g_state.thread_level = level;
+  if (provided != NULL) *provided = level;
+  return 0;
+}
+
+void shmem_query_thread(int* provided) {
+  ethx_shmem_require_init("shmem_query_thread");
+  if (provided != NULL) *provided = ethx_shmem_g_state.thread_level;
+}
+
+void shmem_finalize(void) {
+  ethx_shmem_state* state = &ethx_shmem_g_state;
+  if (!state->initialized) return;
+  ethx_shmem_world_barrier(1);
+  /* The data segment stays mapped: the program's globals live there until it exits. */
+  ethx_dev_unlock(state->dev);
+  state->initialized = 0;
+  state->finalized = 1;
+}
+
+int shmem_my_pe(void) {
+  ethx_shmem_require_init("shmem_my_pe");
+  return ethx_shmem_g_state.me;
+}
+
+int shmem_n_pes(void) {
+  ethx_shmem_require_init("shmem_n_pes");
+  return ethx_shmem_g_state.npes;
+}
+
+void shmem_info_get_version(int* major, int* minor) {
+  *major = SHMEM_MAJOR_VERSION;
+  *minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char* name) {
+  snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
+}
+
+int shmem_pe_accessible(int pe) {
+  ethx_shmem_require_init("shmem_pe_accessible");
+  return pe >= 0 && pe < ethx_shmem_g_state.npes;
+}
+
+int shmem_addr_accessible(const void* addr, int pe) {
+  ethx_shmem_require_init("shmem_addr_accessible");
+  return shmem_pe_accessible(pe) && ethx_shmem_is_symmetric(addr, 1);
+}
