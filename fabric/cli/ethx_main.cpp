@@ -8,6 +8,7 @@
 #include "fabric/bench/soak_command.hpp"
 #include "fabric/cli/fault_command.hpp"
 #include "fabric/cli/restart_switch_command.hpp"
+#include "fabric/cli/oshrun_command.hpp"
 #include "fabric/cli/run_command.hpp"
 #include "fabric/cli/status_command.hpp"
 #include "fabric/cli/up_command.hpp"
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  fault    change the faults a switch port of a running fabric injects\n"
     "  restart-switch  replace a running fabric's switch process; the nodes continue\n"
     "  run      run a program in the VMs of a running fabric (docs/programs.md)\n"
+    "  oshrun   run an OpenSHMEM program, one PE per GPU (build/bin/oshrun; docs/shmem.md)\n"
     "  guest    run an ethx-guest command in a VM of a running fabric\n"
     "  config   print the embedded default topology (TOML) or check a file\n"
     "  sim      run a workload on a simulated fabric in modelled time (docs/simulator.md)\n"
@@ -229,6 +231,17 @@ int run(int argc, char** argv) {
   return ethx::run_in_vms(options);
 }
 
+// `ethx oshrun` (build/bin/oshrun): its own parser, like `ethx run`.
+int oshrun(int argc, char** argv) {
+  const ethx::OshrunOptions options =
+      ethx::parse_oshrun_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (options.help) {
+    std::cout << ethx::oshrun_help();
+    return 0;
+  }
+  return ethx::run_oshrun(options);
+}
+
 int status(int argc, char** argv) {
   ethx::StatusOptions options;
   po::options_description description("ethx status options");
@@ -395,6 +408,7 @@ int main(int argc, char** argv) {
     if (command == "status") return status(argc - 1, argv + 1);
     if (command == "guest") return guest(argc - 1, argv + 1);
     if (command == "run") return run(argc - 1, argv + 1);
+    if (command == "oshrun") return oshrun(argc - 1, argv + 1);
     if (command == "fault") return fault(argc - 1, argv + 1);
     if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
     if (command == "softroce") return softroce(argc - 1, argv + 1);

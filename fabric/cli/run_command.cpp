@@ -188,14 +188,18 @@ std::vector<Copy> plan_copies(const RunOptions& options, const RunState& state,
       Copy copy;
       copy.vm = vm;
       if (options.per_gpu) copy.gpu = vm * state.gpus_per_vm + i;
-      copy.name = "vm " + std::to_string(vm) +
-                  (copy.gpu ? " gpu " + std::to_string(*copy.gpu) : std::string());
+      copy.name = options.name_by_gpu && copy.gpu
+                      ? "pe " + std::to_string(*copy.gpu)
+                      : "vm " + std::to_string(vm) +
+                            (copy.gpu ? " gpu " + std::to_string(*copy.gpu) : std::string());
       copy.request.argv = options.argv;
       copy.request.working_directory = working_directory;
       copy.request.environment = copy_environment(options, vm, copy.gpu, state.gpus_per_vm);
       if (copy.gpu) copy.request.gpu_id = static_cast<std::uint32_t>(*copy.gpu);
       copy.request.forward_stdin = copies.empty();  // stdin goes to the first copy only
-      copies.push_back(std::move(copy));
+      if (options.max_copies == 0 || copies.size() < options.max_copies) {
+        copies.push_back(std::move(copy));
+      }
     }
   }
   const bool labelled = copies.size() > 1;
@@ -248,6 +252,17 @@ void start_copies(std::vector<Copy>& copies, const std::string& log_directory) {
   }
 }
 
+// "exited with status 3", "was killed by signal 9" (the agent reports 128 + n for signal n).
+std::string describe_exit(std::uint32_t status) {
+  if (status > 128 && status < 128 + 65) {
+    const int signal = static_cast<int>(status) - 128;
+    const char* name = ::sigabbrev_np(signal);
+    return "was killed by signal " + std::to_string(signal) +
+           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
+  }
+  return "exited with status " + std::to_string(status);
+}
+
 class RunLoop {
  public:
   RunLoop(std::vector<Copy>& copies, const RunOptions& options)
@@ -269,9 +284,10 @@ class RunLoop {
   std::int64_t deadline_ms_ = -1;
   bool stdin_open_ = true;
   std::optional<std::uint32_t> first_failure_;
-  enum class Cause { kNone, kTimeout, kInterrupted, kWatcher, kLost } cause_ = Cause::kNone;
+  enum class Cause { kNone, kTimeout, kInterrupted, kWatcher, kLost, kFailed } cause_ = Cause::kNone;
   std::vector<std::string> stopped_;  // the copies still running when the stop began
   std::string lost_;                  // a copy whose connection closed: why
+  std::string failed_;                // stop_on_failure: the copy that failed, how
   std::int64_t give_up_ms_ = -1;
 };
 
@@ -324,7 +340,7 @@ void RunLoop::on_event(Copy& copy, const AgentEvent& event) {
       break;
     case AgentEvent::Kind::kError:
       copy.err->flush();
-      write_all(STDERR_FILENO, "ethx run: " + copy.name + ": " + event.data + "\n");
+      write_all(STDERR_FILENO, options_.label + ": " + copy.name + ": " + event.data + "\n");
       break;
     case AgentEvent::Kind::kExit:
       copy.out->flush();
@@ -332,6 +348,9 @@ void RunLoop::on_event(Copy& copy, const AgentEvent& event) {
       copy.state = Copy::State::kExited;
       copy.exit_status = event.exit_status;
       if (event.exit_status != 0 && !first_failure_) first_failure_ = event.exit_status;
+      if (event.exit_status != 0 && options_.stop_on_failure && failed_.empty()) {
+        failed_ = copy.name + " " + describe_exit(event.exit_status);
+      }
       break;
     case AgentEvent::Kind::kClosed:
       copy.out->flush();
@@ -365,6 +384,8 @@ void RunLoop::check_stop() {
     cause_ = Cause::kTimeout;
   } else if (!lost_.empty()) {
     cause_ = Cause::kLost;
+  } else if (!failed_.empty()) {
+    cause_ = Cause::kFailed;
   } else {
     return;
   }
@@ -382,18 +403,21 @@ int RunLoop::report() const {
   const std::string what = stopped.empty() ? "" : "; stopped what was still running: " + stopped;
   switch (cause_) {
     case Cause::kTimeout:
-      std::cerr << "ethx run: --timeout-s " << options_.timeout_s << " reached" << what << "\n";
+      std::cerr << options_.label << ": --timeout-s " << options_.timeout_s << " reached" << what << "\n";
       return 124;
     case Cause::kInterrupted:
-      std::cerr << "ethx run: interrupted" << what << "\n";
+      std::cerr << options_.label << ": interrupted" << what << "\n";
       return 130;
     case Cause::kWatcher:
-      std::cerr << "ethx run: " << stop_reason() << what << "\n";
+      std::cerr << options_.label << ": " << stop_reason() << what << "\n";
       return 1;
     case Cause::kLost:
       // The watcher names the VM's QEMU and how it ended, if it has seen that already.
-      std::cerr << "ethx run: " << (stop_reason().empty() ? lost_ : stop_reason()) << what << "\n";
+      std::cerr << options_.label << ": " << (stop_reason().empty() ? lost_ : stop_reason()) << what << "\n";
       return 1;
+    case Cause::kFailed:
+      std::cerr << options_.label << ": " << failed_ << what << "\n";
+      break;
     case Cause::kNone:
       break;
   }
