@@ -8,6 +8,9 @@
  */
 #include "shmem_api.h"
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 uint64_t ethx_api_amo(enum ethx_shmem_amo_op op, const void* dest, size_t bytes, uint64_t operand,
                       uint64_t compare, int pe, const char* fn) {
   ethx_shmem_check_pe(pe, fn);
@@ -134,3 +137,5 @@ ETHX_SHMEM_AMO_BITWISE_TYPES(ETHX_DEFINE_AMO_BITWISE, _)
 
 ETHX_SHMEM_AMO_DEPRECATED_TYPES(ETHX_DEFINE_AMO_DEPRECATED, _)
 ETHX_SHMEM_AMO_DEPRECATED_EXTENDED_TYPES(ETHX_DEFINE_AMO_DEPRECATED_EXTENDED, _)
+
+/* NOLINTEND(bugprone-macro-parentheses) */

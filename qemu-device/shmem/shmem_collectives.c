@@ -11,6 +11,9 @@
  */
 #include "shmem_api.h"
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 static void ethx_coll_begin(const ethx_shmem_set* set) {
   ethx_shmem_barrier_set(set, 0);
 }
@@ -245,3 +248,5 @@ int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source, ptrdif
     ethx_api_alltoalls(&set, dest, source, dst, sst, nelems, BYTES, __func__);                  \
   }
 ETHX_SHMEM_COLLECTIVE_SIZES(ETHX_DEFINE_COLLECTIVES_SIZED, _)
+
+/* NOLINTEND(bugprone-macro-parentheses) */

@@ -12,6 +12,9 @@
 
 #include "shmem_api.h"
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 static size_t ethx_reduce_chunk_elems(const ethx_shmem_set* set, size_t elem_bytes,
                                       const char* fn) {
   size_t chunk = ethx_shmem_scratch_bytes() / ((size_t)set->size * elem_bytes);
@@ -129,3 +132,5 @@ ETHX_SHMEM_TO_ALL_MINMAX_TYPES(ETHX_DEFINE_TO_ALL, _max)
 ETHX_SHMEM_TO_ALL_MINMAX_TYPES(ETHX_DEFINE_TO_ALL, _min)
 ETHX_SHMEM_TO_ALL_ARITH_TYPES(ETHX_DEFINE_TO_ALL, _sum)
 ETHX_SHMEM_TO_ALL_ARITH_TYPES(ETHX_DEFINE_TO_ALL, _prod)
+
+/* NOLINTEND(bugprone-macro-parentheses) */

@@ -9,6 +9,9 @@
  */
 #include "shmem_api.h"
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 void ethx_api_put(void* dest, const void* source, size_t nelems, size_t elem_bytes, int pe,
                   const char* fn) {
   ethx_shmem_check_pe(pe, fn);
@@ -177,3 +180,5 @@ void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
   ethx_shmem_require_init(__func__);
   ethx_api_get(dest, source, nelems, 1, pe, __func__);
 }
+
+/* NOLINTEND(bugprone-macro-parentheses) */

@@ -6,6 +6,9 @@
  */
 #include "shmem_api.h"
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 static void ethx_sync_check(const void* ivar, size_t bytes, int cmp, const char* fn) {
   if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_GE) {
     ethx_shmem_fatal("%s: cmp %d is not a comparison (SHMEM_CMP_EQ %d ... SHMEM_CMP_GE %d)", fn,
@@ -71,3 +74,5 @@ void(shmem_wait_until)(long* ivar, int cmp, long cmp_value) {
   ethx_api_wait_until(ivar, sizeof(long), 1, cmp, ethx_api_load_bits(&cmp_value, sizeof(long)),
                       "shmem_wait_until");
 }
+
+/* NOLINTEND(bugprone-macro-parentheses) */

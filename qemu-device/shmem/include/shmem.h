@@ -38,6 +38,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The X-macros below take types and pieces of names, which cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
+
 /* ---- library constants (1.5 section 9.2) ---- */
 #define SHMEM_MAJOR_VERSION 1
 #define SHMEM_MINOR_VERSION 5
@@ -70,7 +73,8 @@
 #define SHMEM_ALLTOALLS_SYNC_SIZE 4
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
 
-/* Deprecated spellings (since 1.3), still in 1.5. */
+/* Deprecated spellings (since 1.3), still in 1.5: the spec's names, reserved or not. */
+/* NOLINTBEGIN(bugprone-reserved-identifier) */
 #define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
 #define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
 #define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
@@ -87,6 +91,7 @@
 #define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
 #define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
 #define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+/* NOLINTEND(bugprone-reserved-identifier) */
 
 /* ---- teams: SHMEM_TEAM_WORLD is the only team ---- */
 typedef struct ethx_shmem_team* shmem_team_t;
@@ -427,8 +432,8 @@ void* shmalloc(size_t size);
 void shfree(void* ptr);
 void* shmemalign(size_t alignment, size_t size);
 void* shrealloc(void* ptr, size_t size);
-int _my_pe(void);
-int _num_pes(void);
+int _my_pe(void);   /* NOLINT(bugprone-reserved-identifier): the spec's name */
+int _num_pes(void); /* NOLINT(bugprone-reserved-identifier): the spec's name */
 ETHX_SHMEM_AMO_DEPRECATED_TYPES(ETHX_SHMEM_DECLARE_AMO_DEPRECATED, _)
 ETHX_SHMEM_AMO_DEPRECATED_EXTENDED_TYPES(ETHX_SHMEM_DECLARE_AMO_DEPRECATED_EXTENDED, _)
 ETHX_SHMEM_WAIT_DEPRECATED_TYPES(ETHX_SHMEM_DECLARE_WAIT_DEPRECATED, _)
@@ -877,5 +882,7 @@ inline int shmem_sync(shmem_team_t team) {
 ETHX_SHMEM_AMO_DEPRECATED_TYPES(ETHX_SHMEM_CXX_AMO_DEPRECATED, _)
 ETHX_SHMEM_AMO_DEPRECATED_EXTENDED_TYPES(ETHX_SHMEM_CXX_AMO_DEPRECATED_EXTENDED, _)
 #endif /* __cplusplus */
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 #endif /* SHMEM_H */
