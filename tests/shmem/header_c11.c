@@ -8,34 +8,39 @@
 #include <shmem.h>
 
 /* "Standard RMA Types" */
-#define RMA_TYPES(X)                                                                            \
-  X(float)                                                                                      \
-  X(double) X(long double) X(char) X(signed char) X(short) X(int) X(long) X(long long)          \
-      X(unsigned char) X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long) \
-          X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t)         \
-              X(uint64_t) X(size_t) X(ptrdiff_t)
+/* clang-format off */
+#define RMA_TYPES(X)                                                  \
+  X(float) X(double) X(long double) X(char) X(signed char) X(short)   \
+  X(int) X(long) X(long long) X(unsigned char) X(unsigned short)      \
+  X(unsigned int) X(unsigned long) X(unsigned long long) X(int8_t)    \
+  X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) \
+  X(uint64_t) X(size_t) X(ptrdiff_t)
 /* "Standard AMO Types"; "Extended AMO Types" add float and double */
-#define AMO_TYPES(X)                                                                     \
-  X(int)                                                                                 \
-  X(long) X(long long) X(unsigned int) X(unsigned long) X(unsigned long long) X(int32_t) \
-      X(int64_t) X(uint32_t) X(uint64_t) X(size_t) X(ptrdiff_t)
-#define EXTENDED_AMO_TYPES(X) AMO_TYPES(X) X(float) X(double)
+#define AMO_TYPES(X)                                                  \
+  X(int) X(long) X(long long) X(unsigned int) X(unsigned long)        \
+  X(unsigned long long) X(int32_t) X(int64_t) X(uint32_t) X(uint64_t) \
+  X(size_t) X(ptrdiff_t)
+#define EXTENDED_AMO_TYPES(X)     \
+  AMO_TYPES(X) X(float) X(double)
 /* "Bitwise AMO Types" */
-#define BITWISE_AMO_TYPES(X) \
-  X(unsigned int)            \
-  X(unsigned long) X(unsigned long long) X(int32_t) X(int64_t) X(uint32_t) X(uint64_t)
+#define BITWISE_AMO_TYPES(X)                                        \
+  X(unsigned int) X(unsigned long) X(unsigned long long) X(int32_t) \
+  X(int64_t) X(uint32_t) X(uint64_t)
 /* Point-to-point synchronization: the standard AMO types, short and unsigned short */
-#define SYNC_TYPES(X) AMO_TYPES(X) X(short) X(unsigned short)
+#define SYNC_TYPES(X)                     \
+  AMO_TYPES(X) X(short) X(unsigned short)
 /* "Team-Based Reductions" */
-#define REDUCE_BITWISE_TYPES(X)                                                                 \
-  X(unsigned char)                                                                              \
-  X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long) X(int8_t) X(int16_t) \
-      X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(size_t)
-#define REDUCE_MINMAX_TYPES(X)                                                             \
-  X(char)                                                                                  \
-  X(signed char) X(short) X(int) X(long) X(long long) X(ptrdiff_t) REDUCE_BITWISE_TYPES(X) \
-      X(float) X(double) X(long double)
-#define REDUCE_ARITH_TYPES(X) REDUCE_MINMAX_TYPES(X) X(double _Complex) X(float _Complex)
+#define REDUCE_BITWISE_TYPES(X)                                       \
+  X(unsigned char) X(unsigned short) X(unsigned int) X(unsigned long) \
+  X(unsigned long long) X(int8_t) X(int16_t) X(int32_t) X(int64_t)    \
+  X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(size_t)
+#define REDUCE_MINMAX_TYPES(X)                                \
+  X(char) X(signed char) X(short) X(int) X(long) X(long long) \
+  X(ptrdiff_t) REDUCE_BITWISE_TYPES(X) X(float) X(double)     \
+  X(long double)
+#define REDUCE_ARITH_TYPES(X)                                 \
+  REDUCE_MINMAX_TYPES(X) X(double _Complex) X(float _Complex)
+/* clang-format on */
 
 #define RETURNS(expr, TYPE) _Static_assert(_Generic((expr), TYPE : 1, default : 0), #expr)
 

@@ -1,8 +1,10 @@
 /*
  * Compile-only: shmem.h in C99 (-std=c99 -Wall -Wextra -Werror -pedantic), where there are no
  * type-generic interfaces: the typed names, the sized ones and the deprecated functions
- * (shmem_wait_until and shmem_sync are plain functions here). Never run.
+ * (shmem_wait_until and shmem_sync are plain functions here); and the deprecated <mpp/shmem.h>.
+ * Never run.
  */
+#include <mpp/shmem.h>
 #include <shmem.h>
 
 #if defined(shmem_put) || defined(shmem_wait_until) || defined(shmem_sync)

@@ -6,29 +6,33 @@
 
 #include <type_traits>
 
-#define RMA_TYPES(X)                                                                            \
-  X(float)                                                                                      \
-  X(double) X(long double) X(char) X(signed char) X(short) X(int) X(long) X(long long)          \
-      X(unsigned char) X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long) \
-          X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t)         \
-              X(uint64_t) X(size_t) X(ptrdiff_t)
-#define AMO_TYPES(X)                                                                     \
-  X(int)                                                                                 \
-  X(long) X(long long) X(unsigned int) X(unsigned long) X(unsigned long long) X(int32_t) \
-      X(int64_t) X(uint32_t) X(uint64_t) X(size_t) X(ptrdiff_t)
-#define EXTENDED_AMO_TYPES(X) AMO_TYPES(X) X(float) X(double)
-#define BITWISE_AMO_TYPES(X) \
-  X(unsigned int)            \
-  X(unsigned long) X(unsigned long long) X(int32_t) X(int64_t) X(uint32_t) X(uint64_t)
-#define SYNC_TYPES(X) AMO_TYPES(X) X(short) X(unsigned short)
-#define REDUCE_BITWISE_TYPES(X)                                                                 \
-  X(unsigned char)                                                                              \
-  X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long) X(int8_t) X(int16_t) \
-      X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(size_t)
-#define REDUCE_ARITH_TYPES(X)                                                              \
-  X(char)                                                                                  \
-  X(signed char) X(short) X(int) X(long) X(long long) X(ptrdiff_t) REDUCE_BITWISE_TYPES(X) \
-      X(float) X(double) X(long double)
+/* clang-format off */
+#define RMA_TYPES(X)                                                  \
+  X(float) X(double) X(long double) X(char) X(signed char) X(short)   \
+  X(int) X(long) X(long long) X(unsigned char) X(unsigned short)      \
+  X(unsigned int) X(unsigned long) X(unsigned long long) X(int8_t)    \
+  X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) \
+  X(uint64_t) X(size_t) X(ptrdiff_t)
+#define AMO_TYPES(X)                                                  \
+  X(int) X(long) X(long long) X(unsigned int) X(unsigned long)        \
+  X(unsigned long long) X(int32_t) X(int64_t) X(uint32_t) X(uint64_t) \
+  X(size_t) X(ptrdiff_t)
+#define EXTENDED_AMO_TYPES(X)     \
+  AMO_TYPES(X) X(float) X(double)
+#define BITWISE_AMO_TYPES(X)                                        \
+  X(unsigned int) X(unsigned long) X(unsigned long long) X(int32_t) \
+  X(int64_t) X(uint32_t) X(uint64_t)
+#define SYNC_TYPES(X)                     \
+  AMO_TYPES(X) X(short) X(unsigned short)
+#define REDUCE_BITWISE_TYPES(X)                                       \
+  X(unsigned char) X(unsigned short) X(unsigned int) X(unsigned long) \
+  X(unsigned long long) X(int8_t) X(int16_t) X(int32_t) X(int64_t)    \
+  X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(size_t)
+#define REDUCE_ARITH_TYPES(X)                                 \
+  X(char) X(signed char) X(short) X(int) X(long) X(long long) \
+  X(ptrdiff_t) REDUCE_BITWISE_TYPES(X) X(float) X(double)     \
+  X(long double)
+/* clang-format on */
 
 #define RETURNS(expr, TYPE) static_assert(std::is_same<decltype(expr), TYPE>::value, #expr)
 

@@ -29,8 +29,8 @@
  *     constants) but shmem_init_thread provides at most SHMEM_THREAD_FUNNELED;
  *   - the C++ overloads of the complex reductions (complexd, complexf are C only);
  *   - removed before 1.5 and not here: shmem_clear_cache_inv, shmem_set_cache_inv,
- *     shmem_clear_cache_line_inv, shmem_set_cache_line_inv, shmem_udcflush(_line), the mpp/
- *     header directory, the Fortran API.
+ *     shmem_clear_cache_line_inv, shmem_set_cache_line_inv, shmem_udcflush(_line), the
+ *     Fortran API. (The deprecated <mpp/shmem.h> is still there: it includes this file.)
  */
 #ifndef SHMEM_H
 #define SHMEM_H
