@@ -3,12 +3,19 @@
  * shmemalign, shrealloc, _my_pe, _num_pes, and the active-set shmem_barrier and shmem_sync.
  * (The deprecated typed AMO, wait and collective names are next to their 1.5 forms.)
  */
+#include <stdlib.h>
+
 #include "shmem_api.h"
 
-/* npes is ignored, as the spec says: the PEs are the ones oshrun started. */
+static void finalize_at_exit(void) { shmem_finalize(); }
+
+/* npes is ignored, as the spec says: the PEs are the ones oshrun started. Programs of the
+ * start_pes era never call shmem_finalize: it runs at exit. */
 void start_pes(int npes) {
   (void)npes;
   shmem_init();
+  static int registered;
+  if (!registered && atexit(finalize_at_exit) == 0) registered = 1;
 }
 
 void* shmalloc(size_t size) {

@@ -23,6 +23,7 @@ extern "C" {
 
 #define ETHX_SHMEM_SET_SLOTS 64u     /* barrier flag sets (active sets hash onto them) */
 #define ETHX_SHMEM_MAX_ROUNDS 32u    /* dissemination rounds: up to 2^32 PEs */
+#define ETHX_SHMEM_MAX_SETS 256u     /* distinct active sets one PE synchronises */
 #define ETHX_SHMEM_CONTROL_BYTES (64u << 10)
 #define ETHX_SHMEM_GLOBAL_EXIT_OFFSET \
   (ETHX_SHMEM_SET_SLOTS * ETHX_SHMEM_MAX_ROUNDS * sizeof(uint64_t))
@@ -54,7 +55,12 @@ typedef struct ethx_shmem_state {
   uint64_t aperture_bytes;
   ethx_shmem_region data;   /* the program's data segment, moved into HBM */
   ethx_shmem_region heap;   /* the symmetric heap */
-  uint64_t set_epoch[ETHX_SHMEM_SET_SLOTS];
+  /* Barriers each active set has completed, by set (ETHX_SHMEM_MAX_SETS at most). */
+  struct {
+    int start, stride, size;
+    uint32_t epoch;
+  } sets[ETHX_SHMEM_MAX_SETS];
+  unsigned set_count;
   size_t put_copy_min_bytes; /* puts this long or longer use the copy engine */
   size_t get_copy_min_bytes; /* gets likewise */
 } ethx_shmem_state;

@@ -9,8 +9,14 @@
 #include "shmem_core.h"
 #include "shmem_layout.h"
 
-/* Flag values carry the job id in their high half: a stale flag of an earlier job on this
- * GPU never satisfies a wait of this one. */
+/* A flag: the job (16 bits), the set's tag (16 bits), the set's barrier epoch (32 bits). A
+ * stale flag of an earlier job on this GPU never satisfies a wait of this one, and a flag of
+ * another set that hashed onto the same slot is recognised instead of taken for ours. */
+static uint64_t flag_value(uint32_t set_tag, uint32_t epoch) {
+  return ((uint64_t)(ethx_shmem_g_state.job & 0xffffu) << 48) |
+         ((uint64_t)(set_tag & 0xffffu) << 32) | epoch;
+}
+
 static uint64_t tagged(uint32_t value) {
   return ((uint64_t)ethx_shmem_g_state.job << 32) | value;
 }
@@ -84,38 +90,72 @@ int ethx_shmem_set_pe(const ethx_shmem_set* set, int index) {
 }
 
 /* Active sets share ETHX_SHMEM_SET_SLOTS flag rows, chosen by a hash every member computes
- * alike; two different sets that a PE uses concurrently must not collide (docs/shmem.md). */
-static unsigned set_slot(const ethx_shmem_set* set) {
+ * alike (the world has row 0); the set's 16-bit tag in each flag tells sets on one row apart. */
+static uint32_t set_key(const ethx_shmem_set* set) {
+  uint32_t key = 2166136261u; /* FNV-1a over the three numbers */
+  const int fields[3] = {set->start, set->stride, set->size};
+  for (int i = 0; i < 3; ++i) key = (key ^ (uint32_t)fields[i]) * 16777619u;
+  return key;
+}
+
+static unsigned set_slot(const ethx_shmem_set* set, uint32_t key) {
   if (set->start == 0 && set->stride == 1 && set->size == ethx_shmem_g_state.npes) return 0;
-  const uint64_t key = ((uint64_t)(uint32_t)set->start * 2654435761u) ^
-                       ((uint64_t)(uint32_t)set->stride << 20) ^ (uint64_t)(uint32_t)set->size;
-  return 1u + (unsigned)(key % (ETHX_SHMEM_SET_SLOTS - 1));
+  return 1u + key % (ETHX_SHMEM_SET_SLOTS - 1);
+}
+
+/* The next barrier epoch of this set: counted per set, as every member counts it. */
+static uint32_t next_epoch(const ethx_shmem_set* set) {
+  ethx_shmem_state* state = &ethx_shmem_g_state;
+  for (unsigned i = 0; i < state->set_count; ++i) {
+    if (state->sets[i].start == set->start && state->sets[i].stride == set->stride &&
+        state->sets[i].size == set->size) {
+      return ++state->sets[i].epoch;
+    }
+  }
+  if (state->set_count == ETHX_SHMEM_MAX_SETS) {
+    ethx_shmem_fatal("more than %u different active sets synchronised", ETHX_SHMEM_MAX_SETS);
+  }
+  state->sets[state->set_count].start = set->start;
+  state->sets[state->set_count].stride = set->stride;
+  state->sets[state->set_count].size = set->size;
+  state->sets[state->set_count].epoch = 1;
+  return state->sets[state->set_count++].epoch;
 }
 
 static uint64_t flag_offset(unsigned slot, unsigned round) {
   return ((uint64_t)slot * ETHX_SHMEM_MAX_ROUNDS + round) * sizeof(uint64_t);
 }
 
-/* Round r: tell the member 2^r ahead, wait for the member 2^r behind. Flags only grow (the
- * epoch of the set's barriers), so a fast member's next barrier never erases this one. */
+/* Waits until the flag at `offset` carries this set's `epoch` or a later one. A flag another
+ * set left on this row (it used the row before) is not ours: wait on. Two sets on one row
+ * synchronising at the same time could overwrite each other's flags: the hash makes that
+ * unlikely, and docs/shmem.md says so. */
+static void wait_for_flag(uint64_t offset, uint32_t set_tag, uint32_t epoch) {
+  const uint64_t ours = flag_value(set_tag, 0) >> 32;
+  ethx_shmem_waiter waiter = {0};
+  for (;;) {
+    const uint64_t seen = *local_control_word(offset);
+    if ((seen >> 32) == ours && (uint32_t)seen >= epoch) return;
+    ethx_shmem_waiter_pause(&waiter);
+  }
+}
+
+/* Round r: tell the member 2^r ahead, wait for the member 2^r behind. A set's flags only grow
+ * (its epoch), so a fast member's next barrier never erases this one. */
 void ethx_shmem_barrier_set(const ethx_shmem_set* set, int with_quiet) {
   if (with_quiet) ethx_shmem_quiet_all();
   const int index = ethx_shmem_set_index(set);
   if (index < 0) ethx_shmem_fatal("barrier: PE is not a member of its active set");
-  const unsigned slot = set_slot(set);
-  const uint32_t epoch = (uint32_t)++ethx_shmem_g_state.set_epoch[slot];
-  const uint64_t mine = tagged(epoch);
+  const uint32_t key = set_key(set);
+  const unsigned slot = set_slot(set, key);
+  const uint32_t tag = key & 0xffffu;
+  const uint32_t epoch = next_epoch(set);
   unsigned round = 0;
   for (int distance = 1; distance < set->size; distance *= 2, ++round) {
     const int partner = ethx_shmem_set_pe(set, (index + distance) % set->size);
     const uint64_t offset = flag_offset(slot, round);
-    *(volatile uint64_t*)ethx_shmem_window_ptr(partner, offset) = mine;
-    ethx_shmem_waiter waiter = {0};
-    for (;;) {
-      const uint64_t seen = *local_control_word(offset);
-      if ((seen >> 32) == ethx_shmem_g_state.job && (uint32_t)seen >= epoch) break;
-      ethx_shmem_waiter_pause(&waiter);
-    }
+    *(volatile uint64_t*)ethx_shmem_window_ptr(partner, offset) = flag_value(tag, epoch);
+    wait_for_flag(offset, tag, epoch);
   }
 }
 
