@@ -1,0 +1,189 @@
+/* Finding, opening and describing a GPU: the handle's life. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sdk_internal.h"
+
+int ethx_dev_count(void) {
+  int count = 0;
+  free(ethx_sdk_find_gpus(&count, NULL, 0));
+  return count;
+}
+
+/* Reads what the registers say about the GPU and the fabric into dev->info. */
+static void read_geometry(ethx_dev* dev) {
+  ethx_dev_info* info = &dev->info;
+  snprintf(info->bdf, sizeof info->bdf, "%s", dev->bdf);
+  info->gpu_id = (uint32_t)ETHX_SDK_READ(dev, GPU_ID);
+  info->register_map_version = (uint32_t)ETHX_SDK_READ(dev, VERSION);
+  info->status = (uint32_t)ETHX_SDK_READ(dev, STATUS);
+  if (info->register_map_version < 2) return; /* the rest would latch BAD_REGISTER */
+  info->gpu_count = (uint32_t)ETHX_SDK_READ(dev, GPU_COUNT);
+  info->aperture_bytes = ETHX_SDK_READ(dev, APERTURE_MIB) << 20;
+  info->hbm_bytes = ETHX_SDK_READ(dev, HBM_MIB) << 20;
+}
+
+/* What ethx_dev_open needs beyond an ethx device: map 2, a fabric, the window. */
+static int check_fabric(ethx_dev* dev, char* error, size_t error_bytes) {
+  const ethx_dev_info* info = &dev->info;
+  if (info->register_map_version < 2) {
+    ethx_sdk_report(error, error_bytes,
+                    "GPU %s speaks register map version %u; this library needs version 2 or "
+                    "later (rebuild QEMU: qemu-device/build-qemu.sh)",
+                    dev->bdf, info->register_map_version);
+    return ETHX_DEV_EVERSION;
+  }
+  if ((info->status & ETHX_STATUS_FABRIC_UP) == 0 || info->gpu_count == 0 ||
+      info->aperture_bytes == 0) {
+    ethx_sdk_report(error, error_bytes,
+                    "GPU %s (gpu id %u) has not joined a fabric (STATUS.FABRIC_UP is 0; start "
+                    "QEMU with -device ethx-gpu,...,fabric=NAME after `ethx up`)",
+                    dev->bdf, info->gpu_id);
+    return ETHX_DEV_ENODEV;
+  }
+  const int mapped =
+      ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_WINDOW_BAR, &dev->window, error, error_bytes);
+  if (mapped != 0) return mapped;
+  dev->info.window_bytes = dev->window.bytes;
+  return 0;
+}
+
+/* Maps BAR 0 and checks that it is an ethx GPU's. */
+static int map_registers(ethx_dev* dev, char* error, size_t error_bytes) {
+  int status = ethx_sdk_enable_memory(dev->sysfs_dir, dev->bdf, error, error_bytes);
+  if (status == 0) {
+    status = ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_CTRL_BAR, &dev->regs, error, error_bytes);
+  }
+  if (status != 0) return status;
+  if (dev->regs.bytes < ETHX_GPU_CTRL_BAR_BYTES) {
+    ethx_sdk_report(error, error_bytes, "GPU %s: BAR 0 has %llu bytes, not %d", dev->bdf,
+                    (unsigned long long)dev->regs.bytes, ETHX_GPU_CTRL_BAR_BYTES);
+    return ETHX_DEV_ENODEV;
+  }
+  const uint32_t ident = (uint32_t)ETHX_SDK_READ(dev, IDENT);
+  if (ident != ETHX_IDENT) {
+    ethx_sdk_report(error, error_bytes, "GPU %s: IDENT reads 0x%08x, not 0x%08x (\"ETHX\")",
+                    dev->bdf, ident, ETHX_IDENT);
+    return ETHX_DEV_ENODEV;
+  }
+  return 0;
+}
+
+ethx_dev* ethx_sdk_open_bdf(const char* bdf, int need_fabric, char* error, size_t error_bytes) {
+  ethx_dev* dev = calloc(1, sizeof *dev);
+  if (dev == NULL) {
+    ethx_sdk_report(error, error_bytes, "out of memory opening GPU %s", bdf);
+    return NULL;
+  }
+  snprintf(dev->bdf, sizeof dev->bdf, "%s", bdf);
+  snprintf(dev->sysfs_dir, sizeof dev->sysfs_dir, "%s/%s", ethx_sdk_sysfs_root(), bdf);
+  int status = map_registers(dev, error, error_bytes);
+  if (status == 0) {
+    read_geometry(dev);
+    if (need_fabric) status = check_fabric(dev, error, error_bytes);
+  }
+  if (status == 0 && ethx_sdk_lock_attach(dev) != 0) {
+    ethx_sdk_report(error, error_bytes, "%s", dev->last_error);
+    status = ETHX_DEV_ESYS;
+  }
+  if (status != 0) {
+    ethx_dev_close(dev);
+    return NULL;
+  }
+  return dev;
+}
+
+ethx_dev* ethx_dev_open(int index, char* error, size_t error_bytes) {
+  int count = 0;
+  ethx_sdk_bdf* gpus = ethx_sdk_find_gpus(&count, error, error_bytes);
+  ethx_dev* dev = NULL;
+  if (count == 0) {
+    ethx_sdk_report(error, error_bytes,
+                    "no ethx GPU in this VM (no PCI function %04x:%04x under %s)",
+                    ETHX_GPU_VENDOR_ID, ETHX_GPU_DEVICE_ID, ethx_sdk_sysfs_root());
+  } else if (count > 0 && (index < 0 || index >= count)) {
+    ethx_sdk_report(error, error_bytes, "GPU index %d: this VM has %d ethx GPU%s (0-%d)", index,
+                    count, count == 1 ? "" : "s", count - 1);
+  } else if (count > 0) {
+    dev = ethx_sdk_open_bdf(gpus[index].name, 1, error, error_bytes);
+  }
+  free(gpus);
+  return dev;
+}
+
+/* GPU_ID of the GPU at `bdf`, or -1 if it cannot be read (not mapped, not ethx). */
+static int64_t gpu_id_at(const char* bdf) {
+  ethx_dev* dev = ethx_sdk_open_bdf(bdf, 0, NULL, 0);
+  const int64_t id = dev != NULL ? (int64_t)dev->info.gpu_id : -1;
+  ethx_dev_close(dev);
+  return id;
+}
+
+ethx_dev* ethx_dev_open_gpu(uint32_t gpu_id, char* error, size_t error_bytes) {
+  int count = 0;
+  ethx_sdk_bdf* gpus = ethx_sdk_find_gpus(&count, error, error_bytes);
+  ethx_dev* dev = NULL;
+  char seen[256] = "";
+  size_t used = 0;
+  for (int i = 0; i < count && dev == NULL; ++i) {
+    const int64_t id = gpu_id_at(gpus[i].name);
+    if (id == (int64_t)gpu_id) {
+      dev = ethx_sdk_open_bdf(gpus[i].name, 1, error, error_bytes);
+      free(gpus);
+      return dev;
+    }
+    if (used < sizeof seen) {
+      used += (size_t)snprintf(seen + used, sizeof seen - used, "%s%s = %lld", i ? ", " : "",
+                               gpus[i].name, (long long)id);
+    }
+  }
+  if (count >= 0) {
+    ethx_sdk_report(error, error_bytes, "no GPU with fabric id %u in this VM (%s%s)", gpu_id,
+                    count == 0 ? "no ethx GPU under " : "its GPUs: ",
+                    count == 0 ? ethx_sdk_sysfs_root() : seen);
+  }
+  free(gpus);
+  return NULL;
+}
+
+void ethx_dev_close(ethx_dev* dev) {
+  if (dev == NULL) return;
+  if (dev->lock_held) ethx_dev_unlock(dev);
+  ethx_sdk_lock_detach(dev);
+  ethx_sdk_unmap_bar(&dev->window);
+  ethx_sdk_unmap_bar(&dev->hbm);
+  ethx_sdk_unmap_bar(&dev->regs);
+  free(dev);
+}
+
+int ethx_dev_get_info(const ethx_dev* dev, ethx_dev_info* info) {
+  if (dev == NULL || info == NULL) return ETHX_DEV_EINVAL;
+  *info = dev->info;
+  info->status =
+      (uint32_t)ethx_sdk_mmio_read(dev->regs.base, ETHX_REG_STATUS, ETHX_REG_STATUS_WIDTH);
+  return ETHX_GPU_OK;
+}
+
+void* ethx_dev_hbm(ethx_dev* dev, uint64_t* bytes) {
+  if (dev == NULL) return NULL;
+  if (dev->hbm.base == NULL) {
+    char error[ETHX_SDK_ERROR_BYTES];
+    if (ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_HBM_BAR, &dev->hbm, error, sizeof error) != 0) {
+      ethx_sdk_fail(dev, ETHX_DEV_ESYS, "GPU %s: %s", dev->bdf, error);
+      return NULL;
+    }
+  }
+  if (bytes != NULL) *bytes = dev->hbm.bytes;
+  return (void*)(uintptr_t)dev->hbm.base;
+}
+
+volatile void* ethx_dev_window(ethx_dev* dev, uint64_t* bytes) {
+  if (dev == NULL) return NULL;
+  if (bytes != NULL) *bytes = dev->window.bytes;
+  return dev->window.base;
+}
+
+uint64_t ethx_dev_window_addr(const ethx_dev* dev, uint32_t gpu_id, uint64_t offset) {
+  return (uint64_t)gpu_id * dev->info.aperture_bytes + offset;
+}
