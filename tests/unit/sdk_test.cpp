@@ -561,5 +561,47 @@ TEST_F(SdkTest, HandlesOfOneProcessExcludeEachOtherAndClosingOneKeepsAnothersLoc
   EXPECT_TRUE(another_process_could_lock(lock_file));
 }
 
+// A child forked while its parent holds the lock holds nothing itself (record locks are not
+// inherited): neither its copy of the parent's handle nor a handle of its own may act as if the
+// lock were its own, and both time out naming the parent.
+TEST_F(SdkTest, AChildForkedWhileItsParentHoldsTheLockWaitsForItsParent) {
+  add_gpu(kGpu0, FakeGpu{});
+  Dev dev = open(0);
+  ASSERT_NE(dev, nullptr);
+  ASSERT_EQ(ethx_dev_lock(dev.get(), 0), ETHX_GPU_OK);
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(report[0]);
+    const int inherited = ethx_dev_lock(dev.get(), 30);
+    std::string text = std::to_string(inherited) + "|" + ethx_dev_last_error(dev.get()) + "|";
+    char error[256];
+    ethx_dev* own = ethx_dev_open(0, error, sizeof error);
+    const int fresh = own != nullptr ? ethx_dev_lock(own, 30) : ETHX_DEV_ENODEV;
+    text += std::to_string(fresh) + "|" + (own != nullptr ? ethx_dev_last_error(own) : error);
+    (void)!::write(report[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t got; (got = ::read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, got);
+  ::close(report[0]);
+  ::waitpid(child, nullptr, 0);
+  const std::string held_by_parent = "held by pid " + std::to_string(::getpid()) + " for 30 ms";
+  const std::string elock = std::to_string(ETHX_DEV_ELOCK);
+  const std::size_t first = text.find('|');
+  const std::size_t second = text.find('|', first + 1);
+  const std::size_t third = text.find('|', second + 1);
+  ASSERT_NE(third, std::string::npos) << text;
+  EXPECT_EQ(text.substr(0, first), elock) << text;
+  EXPECT_TRUE(contains(text.substr(first + 1, second - first - 1), held_by_parent)) << text;
+  EXPECT_EQ(text.substr(second + 1, third - second - 1), elock) << text;
+  EXPECT_TRUE(contains(text.substr(third + 1), held_by_parent)) << text;
+  // The parent's lock survived the child's exit (which closed its copies of the lock file).
+  EXPECT_FALSE(another_process_could_lock(root_ / "lock" / ("ethx-gpu-" + kGpu0 + ".lock")));
+}
+
 }  // namespace
 }  // namespace ethx

@@ -8,7 +8,8 @@
  * file drops them all. So this process opens each lock file once, shared by all its handles of
  * that GPU (a registry), and its handles take turns through a flag under a mutex before the
  * process takes the file lock: two handles (threads) of one process exclude each other too, and
- * closing one handle never drops another's lock.
+ * closing one handle never drops another's lock. A forked child inherits the registry but no
+ * record lock: fork handlers clear what it would otherwise take for held.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,14 +25,38 @@
 struct ethx_sdk_lock_file {
   char path[ETHX_SDK_PATH_BYTES];
   int fd;
-  int handles; /* handles attached */
-  int held;    /* a handle of this process holds the lock */
+  int handles;      /* handles attached */
+  int held;         /* a handle of this process holds the lock */
+  ethx_dev* holder; /* that handle */
   ethx_sdk_lock_file* next;
 };
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t registry_released = PTHREAD_COND_INITIALIZER;
 static ethx_sdk_lock_file* registry = NULL;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+/* Around fork the registry is consistent (its mutex held by the forking thread). */
+static void lock_registry_for_fork(void) {
+  pthread_mutex_lock(&registry_mutex);
+}
+static void unlock_registry_after_fork(void) {
+  pthread_mutex_unlock(&registry_mutex);
+}
+
+/* The child holds none of its parent's record locks, whatever the copied handles say. */
+static void forget_locks_in_child(void) {
+  for (ethx_sdk_lock_file* entry = registry; entry != NULL; entry = entry->next) {
+    if (entry->holder != NULL) entry->holder->lock_held = 0;
+    entry->held = 0;
+    entry->holder = NULL;
+  }
+  pthread_mutex_unlock(&registry_mutex);
+}
+
+static void install_fork_handlers(void) {
+  pthread_atfork(lock_registry_for_fork, unlock_registry_after_fork, forget_locks_in_child);
+}
 
 static const char* lock_dir(void) {
   const char* dir = getenv("ETHX_DEV_LOCK_DIR");
@@ -76,6 +101,7 @@ static ethx_sdk_lock_file* find_or_open(const char* path, char* error, size_t er
 int ethx_sdk_lock_attach(ethx_dev* dev) {
   char path[ETHX_SDK_PATH_BYTES];
   snprintf(path, sizeof path, "%s/ethx-gpu-%s.lock", lock_dir(), dev->bdf);
+  pthread_once(&fork_handlers_once, install_fork_handlers);
   pthread_mutex_lock(&registry_mutex);
   ethx_sdk_lock_file* entry = find_or_open(path, dev->last_error, sizeof dev->last_error);
   if (entry != NULL) ++entry->handles;
@@ -124,7 +150,10 @@ static int take_process_turn(ethx_dev* dev, int timeout_ms) {
     waited = pthread_cond_timedwait(&registry_released, &registry_mutex, &deadline);
   }
   const int got = !entry->held;
-  if (got) entry->held = 1;
+  if (got) {
+    entry->held = 1;
+    entry->holder = dev;
+  }
   pthread_mutex_unlock(&registry_mutex);
   if (got) return 0;
   return ethx_sdk_fail(dev, ETHX_DEV_ELOCK,
@@ -136,6 +165,7 @@ static int take_process_turn(ethx_dev* dev, int timeout_ms) {
 static void give_process_turn(ethx_dev* dev) {
   pthread_mutex_lock(&registry_mutex);
   dev->lock_file->held = 0;
+  dev->lock_file->holder = NULL;
   pthread_cond_broadcast(&registry_released);
   pthread_mutex_unlock(&registry_mutex);
 }
