@@ -36,7 +36,7 @@ static int start_copy(ethx_dev* dev, uint64_t src, uint64_t dst, uint64_t bytes)
 
 int ethx_dev_copy_start(ethx_dev* dev, uint64_t src, uint64_t dst, uint64_t bytes) {
   if (dev == NULL) return ETHX_DEV_EINVAL;
-  if (!dev->lock_held) {
+  if (!dev->lock.held) {
     return ethx_sdk_fail(dev, ETHX_DEV_EINVAL,
                          "GPU %s: ethx_dev_copy_start needs the command registers' lock "
                          "(ethx_dev_lock) held until the copy is polled done",

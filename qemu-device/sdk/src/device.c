@@ -42,15 +42,24 @@ static int check_fabric(ethx_dev* dev, char* error, size_t error_bytes) {
                     dev->bdf, info->gpu_id);
     return ETHX_DEV_ENODEV;
   }
+  const int mapped = ethx_sdk_map_window(dev);
+  if (mapped != 0) ethx_sdk_report(error, error_bytes, "%s", dev->last_error);
+  return mapped;
+}
+
+int ethx_sdk_map_window(ethx_dev* dev) {
+  if (dev->window.base != NULL) return 0;
+  char error[ETHX_SDK_ERROR_BYTES];
   const int mapped =
-      ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_WINDOW_BAR, &dev->window, error, error_bytes);
-  if (mapped != 0) return mapped;
+      ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_WINDOW_BAR, &dev->window, error, sizeof error);
+  if (mapped != 0) return ethx_sdk_fail(dev, mapped, "GPU %s: %s", dev->bdf, error);
   dev->info.window_bytes = dev->window.bytes;
   return 0;
 }
 
-/* Maps BAR 0 and checks that it is an ethx GPU's. */
-static int map_registers(ethx_dev* dev, char* error, size_t error_bytes) {
+/* Maps BAR 0 and, unless raw, checks that it is an ethx GPU's. */
+static int map_registers(ethx_dev* dev, enum ethx_sdk_open_mode mode, char* error,
+                         size_t error_bytes) {
   int status = ethx_sdk_enable_memory(dev->sysfs_dir, dev->bdf, error, error_bytes);
   if (status == 0) {
     status = ethx_sdk_map_bar(dev->sysfs_dir, ETHX_GPU_CTRL_BAR, &dev->regs, error, error_bytes);
@@ -61,6 +70,7 @@ static int map_registers(ethx_dev* dev, char* error, size_t error_bytes) {
                     (unsigned long long)dev->regs.bytes, ETHX_GPU_CTRL_BAR_BYTES);
     return ETHX_DEV_ENODEV;
   }
+  if (mode == ETHX_SDK_OPEN_RAW) return 0;
   const uint32_t ident = (uint32_t)ETHX_SDK_READ(dev, IDENT);
   if (ident != ETHX_IDENT) {
     ethx_sdk_report(error, error_bytes, "GPU %s: IDENT reads 0x%08x, not 0x%08x (\"ETHX\")",
@@ -70,28 +80,59 @@ static int map_registers(ethx_dev* dev, char* error, size_t error_bytes) {
   return 0;
 }
 
-ethx_dev* ethx_sdk_open_bdf(const char* bdf, int need_fabric, char* error, size_t error_bytes) {
+ethx_dev* ethx_sdk_open_at(const char* function_dir, const char* bdf, enum ethx_sdk_open_mode mode,
+                           char* error, size_t error_bytes) {
   ethx_dev* dev = calloc(1, sizeof *dev);
   if (dev == NULL) {
     ethx_sdk_report(error, error_bytes, "out of memory opening GPU %s", bdf);
     return NULL;
   }
   snprintf(dev->bdf, sizeof dev->bdf, "%s", bdf);
-  snprintf(dev->sysfs_dir, sizeof dev->sysfs_dir, "%s/%s", ethx_sdk_sysfs_root(), bdf);
-  int status = map_registers(dev, error, error_bytes);
+  snprintf(dev->sysfs_dir, sizeof dev->sysfs_dir, "%s", function_dir);
+  int status = map_registers(dev, mode, error, error_bytes);
   if (status == 0) {
     read_geometry(dev);
-    if (need_fabric) status = check_fabric(dev, error, error_bytes);
+    if (mode == ETHX_SDK_OPEN_FABRIC) status = check_fabric(dev, error, error_bytes);
   }
-  if (status == 0 && ethx_sdk_lock_attach(dev) != 0) {
-    ethx_sdk_report(error, error_bytes, "%s", dev->last_error);
-    status = ETHX_DEV_ESYS;
+  if (status == 0) {
+    status = ethx_sdk_lock_user_open(&dev->lock, NULL, dev->bdf, error, error_bytes);
+    dev->lock.error = dev->last_error; /* from now on the handle's own */
+    dev->lock.error_bytes = sizeof dev->last_error;
   }
   if (status != 0) {
     ethx_dev_close(dev);
     return NULL;
   }
   return dev;
+}
+
+ethx_dev* ethx_sdk_open_io(const ethx_sdk_io* io, const char* bdf, uint64_t window_bytes,
+                           const char* lock_dir, char* error, size_t error_bytes) {
+  ethx_dev* dev = calloc(1, sizeof *dev);
+  if (dev == NULL) {
+    ethx_sdk_report(error, error_bytes, "out of memory opening GPU %s", bdf);
+    return NULL;
+  }
+  snprintf(dev->bdf, sizeof dev->bdf, "%s", bdf);
+  dev->io = *io;
+  dev->regs.bytes = ETHX_GPU_CTRL_BAR_BYTES;
+  read_geometry(dev);
+  dev->info.window_bytes = window_bytes;
+  if (ethx_sdk_lock_user_open(&dev->lock, lock_dir, dev->bdf, error, error_bytes) != 0) {
+    ethx_dev_close(dev);
+    return NULL;
+  }
+  dev->lock.error = dev->last_error;
+  dev->lock.error_bytes = sizeof dev->last_error;
+  return dev;
+}
+
+/* Opens <sysfs root>/<bdf>. */
+static ethx_dev* open_in_sysfs(const char* bdf, enum ethx_sdk_open_mode mode, char* error,
+                               size_t error_bytes) {
+  char dir[ETHX_SDK_PATH_BYTES];
+  snprintf(dir, sizeof dir, "%s/%s", ethx_sdk_sysfs_root(), bdf);
+  return ethx_sdk_open_at(dir, bdf, mode, error, error_bytes);
 }
 
 ethx_dev* ethx_dev_open(int index, char* error, size_t error_bytes) {
@@ -106,7 +147,7 @@ ethx_dev* ethx_dev_open(int index, char* error, size_t error_bytes) {
     ethx_sdk_report(error, error_bytes, "GPU index %d: this VM has %d ethx GPU%s (0-%d)", index,
                     count, count == 1 ? "" : "s", count - 1);
   } else if (count > 0) {
-    dev = ethx_sdk_open_bdf(gpus[index].name, 1, error, error_bytes);
+    dev = open_in_sysfs(gpus[index].name, ETHX_SDK_OPEN_FABRIC, error, error_bytes);
   }
   free(gpus);
   return dev;
@@ -114,7 +155,7 @@ ethx_dev* ethx_dev_open(int index, char* error, size_t error_bytes) {
 
 /* GPU_ID of the GPU at `bdf`, or -1 if it cannot be read (not mapped, not ethx). */
 static int64_t gpu_id_at(const char* bdf) {
-  ethx_dev* dev = ethx_sdk_open_bdf(bdf, 0, NULL, 0);
+  ethx_dev* dev = open_in_sysfs(bdf, ETHX_SDK_OPEN_RAW, NULL, 0);
   const int64_t id = dev != NULL ? (int64_t)dev->info.gpu_id : -1;
   ethx_dev_close(dev);
   return id;
@@ -123,13 +164,12 @@ static int64_t gpu_id_at(const char* bdf) {
 ethx_dev* ethx_dev_open_gpu(uint32_t gpu_id, char* error, size_t error_bytes) {
   int count = 0;
   ethx_sdk_bdf* gpus = ethx_sdk_find_gpus(&count, error, error_bytes);
-  ethx_dev* dev = NULL;
   char seen[256] = "";
   size_t used = 0;
-  for (int i = 0; i < count && dev == NULL; ++i) {
+  for (int i = 0; i < count; ++i) {
     const int64_t id = gpu_id_at(gpus[i].name);
     if (id == (int64_t)gpu_id) {
-      dev = ethx_sdk_open_bdf(gpus[i].name, 1, error, error_bytes);
+      ethx_dev* dev = open_in_sysfs(gpus[i].name, ETHX_SDK_OPEN_FABRIC, error, error_bytes);
       free(gpus);
       return dev;
     }
@@ -149,8 +189,7 @@ ethx_dev* ethx_dev_open_gpu(uint32_t gpu_id, char* error, size_t error_bytes) {
 
 void ethx_dev_close(ethx_dev* dev) {
   if (dev == NULL) return;
-  if (dev->lock_held) ethx_dev_unlock(dev);
-  ethx_sdk_lock_detach(dev);
+  ethx_sdk_lock_user_close(&dev->lock);
   ethx_sdk_unmap_bar(&dev->window);
   ethx_sdk_unmap_bar(&dev->hbm);
   ethx_sdk_unmap_bar(&dev->regs);
@@ -160,8 +199,7 @@ void ethx_dev_close(ethx_dev* dev) {
 int ethx_dev_get_info(const ethx_dev* dev, ethx_dev_info* info) {
   if (dev == NULL || info == NULL) return ETHX_DEV_EINVAL;
   *info = dev->info;
-  info->status =
-      (uint32_t)ethx_sdk_mmio_read(dev->regs.base, ETHX_REG_STATUS, ETHX_REG_STATUS_WIDTH);
+  info->status = (uint32_t)ethx_sdk_reg_read(dev, ETHX_REG_STATUS, ETHX_REG_STATUS_WIDTH);
   return ETHX_GPU_OK;
 }
 

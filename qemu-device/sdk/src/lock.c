@@ -10,6 +10,9 @@
  * process takes the file lock: two handles (threads) of one process exclude each other too, and
  * closing one handle never drops another's lock. A forked child inherits the registry but no
  * record lock: fork handlers clear what it would otherwise take for held.
+ *
+ * A lock user (ethx_sdk_lock_user) is one party that takes the lock: a handle's, or the guest
+ * tools' DeviceLock (qemu-device/guest-tools/gpu_ops.hpp).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,9 +28,9 @@
 struct ethx_sdk_lock_file {
   char path[ETHX_SDK_PATH_BYTES];
   int fd;
-  int handles;      /* handles attached */
-  int held;         /* a handle of this process holds the lock */
-  ethx_dev* holder; /* that handle */
+  int users;                  /* lock users attached */
+  int held;                   /* a user of this process holds the lock */
+  ethx_sdk_lock_user* holder; /* that user */
   ethx_sdk_lock_file* next;
 };
 
@@ -44,10 +47,10 @@ static void unlock_registry_after_fork(void) {
   pthread_mutex_unlock(&registry_mutex);
 }
 
-/* The child holds none of its parent's record locks, whatever the copied handles say. */
+/* The child holds none of its parent's record locks, whatever the copied users say. */
 static void forget_locks_in_child(void) {
   for (ethx_sdk_lock_file* entry = registry; entry != NULL; entry = entry->next) {
-    if (entry->holder != NULL) entry->holder->lock_held = 0;
+    if (entry->holder != NULL) entry->holder->held = 0;
     entry->held = 0;
     entry->holder = NULL;
   }
@@ -58,7 +61,7 @@ static void install_fork_handlers(void) {
   pthread_atfork(lock_registry_for_fork, unlock_registry_after_fork, forget_locks_in_child);
 }
 
-static const char* lock_dir(void) {
+const char* ethx_sdk_lock_dir(void) {
   const char* dir = getenv("ETHX_DEV_LOCK_DIR");
   if (dir != NULL && dir[0] != '\0') return dir;
   static const char* const candidates[] = {"/run/lock", "/run", "/tmp", "/dev/shm"};
@@ -98,24 +101,29 @@ static ethx_sdk_lock_file* find_or_open(const char* path, char* error, size_t er
   return entry;
 }
 
-int ethx_sdk_lock_attach(ethx_dev* dev) {
+int ethx_sdk_lock_user_open(ethx_sdk_lock_user* user, const char* dir, const char* bdf, char* error,
+                            size_t error_bytes) {
   char path[ETHX_SDK_PATH_BYTES];
-  snprintf(path, sizeof path, "%s/ethx-gpu-%s.lock", lock_dir(), dev->bdf);
+  snprintf(path, sizeof path, "%s/ethx-gpu-%s.lock", dir != NULL ? dir : ethx_sdk_lock_dir(), bdf);
+  snprintf(user->bdf, sizeof user->bdf, "%s", bdf);
+  user->held = 0;
+  user->error = error;
+  user->error_bytes = error_bytes;
   pthread_once(&fork_handlers_once, install_fork_handlers);
   pthread_mutex_lock(&registry_mutex);
-  ethx_sdk_lock_file* entry = find_or_open(path, dev->last_error, sizeof dev->last_error);
-  if (entry != NULL) ++entry->handles;
+  user->file = find_or_open(path, error, error_bytes);
+  if (user->file != NULL) ++user->file->users;
   pthread_mutex_unlock(&registry_mutex);
-  dev->lock_file = entry;
-  return entry != NULL ? 0 : ETHX_DEV_ESYS;
+  return user->file != NULL ? 0 : ETHX_DEV_ESYS;
 }
 
-void ethx_sdk_lock_detach(ethx_dev* dev) {
-  ethx_sdk_lock_file* entry = dev->lock_file;
+void ethx_sdk_lock_user_close(ethx_sdk_lock_user* user) {
+  ethx_sdk_lock_file* entry = user->file;
   if (entry == NULL) return;
-  dev->lock_file = NULL;
+  ethx_sdk_lock_user_give(user);
+  user->file = NULL;
   pthread_mutex_lock(&registry_mutex);
-  if (--entry->handles == 0) {
+  if (--entry->users == 0) {
     for (ethx_sdk_lock_file** link = &registry; *link != NULL; link = &(*link)->next) {
       if (*link == entry) {
         *link = entry->next;
@@ -140,9 +148,9 @@ static struct timespec realtime_deadline(int timeout_ms) {
   return deadline;
 }
 
-/* This process' turn: waits until no other handle of it holds the lock. */
-static int take_process_turn(ethx_dev* dev, int timeout_ms) {
-  ethx_sdk_lock_file* entry = dev->lock_file;
+/* This process' turn: waits until no other user of it holds the lock. */
+static int take_process_turn(ethx_sdk_lock_user* user, int timeout_ms) {
+  ethx_sdk_lock_file* entry = user->file;
   const struct timespec deadline = realtime_deadline(timeout_ms);
   int waited = 0;
   pthread_mutex_lock(&registry_mutex);
@@ -152,20 +160,21 @@ static int take_process_turn(ethx_dev* dev, int timeout_ms) {
   const int got = !entry->held;
   if (got) {
     entry->held = 1;
-    entry->holder = dev;
+    entry->holder = user;
   }
   pthread_mutex_unlock(&registry_mutex);
   if (got) return 0;
-  return ethx_sdk_fail(dev, ETHX_DEV_ELOCK,
-                       "GPU %s: command registers held by another handle of this process (pid "
-                       "%ld) for %d ms (ETHX_DEV_LOCK_TIMEOUT_MS)",
-                       dev->bdf, (long)getpid(), timeout_ms);
+  ethx_sdk_report(user->error, user->error_bytes,
+                  "GPU %s: command registers held by another handle of this process (pid %ld) "
+                  "for %d ms (ETHX_DEV_LOCK_TIMEOUT_MS)",
+                  user->bdf, (long)getpid(), timeout_ms);
+  return ETHX_DEV_ELOCK;
 }
 
-static void give_process_turn(ethx_dev* dev) {
+static void give_process_turn(ethx_sdk_lock_user* user) {
   pthread_mutex_lock(&registry_mutex);
-  dev->lock_file->held = 0;
-  dev->lock_file->holder = NULL;
+  user->file->held = 0;
+  user->file->holder = NULL;
   pthread_cond_broadcast(&registry_released);
   pthread_mutex_unlock(&registry_mutex);
 }
@@ -178,15 +187,16 @@ static long holder_pid(int fd) {
 }
 
 /* The file lock, retried every 100 us to 2 ms until deadline_ns; timeout_ms names the wait. */
-static int take_file_lock(ethx_dev* dev, int64_t deadline_ns, int timeout_ms) {
-  const int fd = dev->lock_file->fd;
+static int take_file_lock(ethx_sdk_lock_user* user, int64_t deadline_ns, int timeout_ms) {
+  const int fd = user->file->fd;
   int64_t nap_ns = 100000;
   for (;;) {
     struct flock whole = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     if (fcntl(fd, F_SETLK, &whole) == 0) return 0;
     if (errno != EACCES && errno != EAGAIN && errno != EINTR) {
-      return ethx_sdk_fail(dev, ETHX_DEV_ESYS, "GPU %s: cannot lock %s: %s", dev->bdf,
-                           dev->lock_file->path, strerror(errno));
+      ethx_sdk_report(user->error, user->error_bytes, "GPU %s: cannot lock %s: %s", user->bdf,
+                      user->file->path, strerror(errno));
+      return ETHX_DEV_ESYS;
     }
     const int64_t left_ns = deadline_ns - ethx_sdk_now_ns();
     if (left_ns <= 0) break;
@@ -195,43 +205,54 @@ static int take_file_lock(ethx_dev* dev, int64_t deadline_ns, int timeout_ms) {
   }
   const long pid = holder_pid(fd);
   if (pid > 0) {
-    return ethx_sdk_fail(dev, ETHX_DEV_ELOCK,
-                         "GPU %s: command registers held by pid %ld for %d ms "
-                         "(ETHX_DEV_LOCK_TIMEOUT_MS)",
-                         dev->bdf, pid, timeout_ms);
+    ethx_sdk_report(user->error, user->error_bytes,
+                    "GPU %s: command registers held by pid %ld for %d ms "
+                    "(ETHX_DEV_LOCK_TIMEOUT_MS)",
+                    user->bdf, pid, timeout_ms);
+  } else {
+    ethx_sdk_report(user->error, user->error_bytes,
+                    "GPU %s: command registers held (%s) for %d ms (ETHX_DEV_LOCK_TIMEOUT_MS)",
+                    user->bdf, user->file->path, timeout_ms);
   }
-  return ethx_sdk_fail(dev, ETHX_DEV_ELOCK,
-                       "GPU %s: command registers held (%s) for %d ms (ETHX_DEV_LOCK_TIMEOUT_MS)",
-                       dev->bdf, dev->lock_file->path, timeout_ms);
+  return ETHX_DEV_ELOCK;
 }
 
-int ethx_dev_lock(ethx_dev* dev, int timeout_ms) {
-  if (dev == NULL || dev->lock_file == NULL) return ETHX_DEV_EINVAL;
-  if (dev->lock_held) return ETHX_GPU_OK;
+int ethx_sdk_lock_user_take(ethx_sdk_lock_user* user, int timeout_ms) {
+  if (user->file == NULL) return ETHX_DEV_EINVAL;
+  if (user->held) return ETHX_GPU_OK;
   if (timeout_ms < 0) timeout_ms = ethx_sdk_lock_timeout_ms();
   const int64_t deadline_ns = ethx_sdk_now_ns() + (int64_t)timeout_ms * 1000000;
-  int status = take_process_turn(dev, timeout_ms);
+  int status = take_process_turn(user, timeout_ms);
   if (status != 0) return status;
-  status = take_file_lock(dev, deadline_ns, timeout_ms);
+  status = take_file_lock(user, deadline_ns, timeout_ms);
   if (status != 0) {
-    give_process_turn(dev);
+    give_process_turn(user);
     return status;
   }
-  dev->lock_held = 1;
+  user->held = 1;
   return ETHX_GPU_OK;
 }
 
-void ethx_dev_unlock(ethx_dev* dev) {
-  if (dev == NULL || !dev->lock_held) return;
+void ethx_sdk_lock_user_give(ethx_sdk_lock_user* user) {
+  if (user->file == NULL || !user->held) return;
   struct flock whole = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-  fcntl(dev->lock_file->fd, F_SETLK, &whole);
-  dev->lock_held = 0;
-  give_process_turn(dev);
+  fcntl(user->file->fd, F_SETLK, &whole);
+  user->held = 0;
+  give_process_turn(user);
+}
+
+int ethx_dev_lock(ethx_dev* dev, int timeout_ms) {
+  if (dev == NULL) return ETHX_DEV_EINVAL;
+  return ethx_sdk_lock_user_take(&dev->lock, timeout_ms);
+}
+
+void ethx_dev_unlock(ethx_dev* dev) {
+  if (dev != NULL) ethx_sdk_lock_user_give(&dev->lock);
 }
 
 int ethx_sdk_command_begin(ethx_dev* dev, int* taken) {
   *taken = 0;
-  if (dev->lock_held) return ETHX_GPU_OK;
+  if (dev->lock.held) return ETHX_GPU_OK;
   const int status = ethx_dev_lock(dev, -1);
   *taken = status == ETHX_GPU_OK;
   return status;

@@ -51,6 +51,19 @@ void ethx_sdk_mmio_write(volatile uint8_t* base, uint64_t offset, unsigned width
   }
 }
 
+uint64_t ethx_sdk_reg_read(const ethx_dev* dev, uint64_t offset, unsigned width) {
+  if (dev->io.read != NULL) return dev->io.read(dev->io.context, offset, width);
+  return ethx_sdk_mmio_read(dev->regs.base, offset, width);
+}
+
+void ethx_sdk_reg_write(ethx_dev* dev, uint64_t offset, unsigned width, uint64_t value) {
+  if (dev->io.write != NULL) {
+    dev->io.write(dev->io.context, offset, width, value);
+  } else {
+    ethx_sdk_mmio_write(dev->regs.base, offset, width, value);
+  }
+}
+
 uint64_t ethx_dev_read_reg(ethx_dev* dev, unsigned offset, unsigned width) {
   if (dev == NULL) return UINT64_MAX;
   if ((width != 4 && width != 8) || !ethx_sdk_access_ok(dev->regs.bytes, offset, width)) {
@@ -60,7 +73,7 @@ uint64_t ethx_dev_read_reg(ethx_dev* dev, unsigned offset, unsigned width) {
                   offset, width, (unsigned long long)dev->regs.bytes);
     return UINT64_MAX;
   }
-  return ethx_sdk_mmio_read(dev->regs.base, offset, width);
+  return ethx_sdk_reg_read(dev, offset, width);
 }
 
 void ethx_dev_write_reg(ethx_dev* dev, unsigned offset, unsigned width, uint64_t value) {
@@ -72,5 +85,5 @@ void ethx_dev_write_reg(ethx_dev* dev, unsigned offset, unsigned width, uint64_t
                   offset, width, (unsigned long long)dev->regs.bytes);
     return;
   }
-  ethx_sdk_mmio_write(dev->regs.base, offset, width, value);
+  ethx_sdk_reg_write(dev, offset, width, value);
 }

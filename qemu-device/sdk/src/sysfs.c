@@ -54,7 +54,10 @@ static int append(ethx_sdk_bdf** list, int* count, int* capacity, const char* na
 }
 
 ethx_sdk_bdf* ethx_sdk_find_gpus(int* count, char* error, size_t error_bytes) {
-  const char* root = ethx_sdk_sysfs_root();
+  return ethx_sdk_find_gpus_in(ethx_sdk_sysfs_root(), count, error, error_bytes);
+}
+
+ethx_sdk_bdf* ethx_sdk_find_gpus_in(const char* root, int* count, char* error, size_t error_bytes) {
   DIR* dir = opendir(root);
   *count = 0;
   if (dir == NULL) {
