@@ -80,25 +80,39 @@ static int map_registers(ethx_dev* dev, enum ethx_sdk_open_mode mode, char* erro
   return 0;
 }
 
-ethx_dev* ethx_sdk_open_at(const char* function_dir, const char* bdf, enum ethx_sdk_open_mode mode,
-                           char* error, size_t error_bytes) {
+/* A zeroed handle for GPU `bdf`, or NULL (out of memory, said in error). */
+static ethx_dev* new_handle(const char* bdf, char* error, size_t error_bytes) {
   ethx_dev* dev = calloc(1, sizeof *dev);
   if (dev == NULL) {
     ethx_sdk_report(error, error_bytes, "out of memory opening GPU %s", bdf);
     return NULL;
   }
   snprintf(dev->bdf, sizeof dev->bdf, "%s", bdf);
+  return dev;
+}
+
+/* Attaches the handle to its GPU's lock in lock_dir (NULL: the default); its failures are
+ * described in the handle's last_error from then on. */
+static int attach_lock(ethx_dev* dev, const char* lock_dir, char* error, size_t error_bytes) {
+  const int status = ethx_sdk_lock_user_open(&dev->lock, lock_dir, dev->bdf, error, error_bytes);
+  dev->lock.error = dev->last_error;
+  dev->lock.error_bytes = sizeof dev->last_error;
+  return status;
+}
+
+ethx_dev* ethx_sdk_open_at(const char* function_dir, const char* bdf, enum ethx_sdk_open_mode mode,
+                           char* error, size_t error_bytes) {
+  ethx_dev* dev = new_handle(bdf, error, error_bytes);
+  if (dev == NULL) return NULL;
   snprintf(dev->sysfs_dir, sizeof dev->sysfs_dir, "%s", function_dir);
   int status = map_registers(dev, mode, error, error_bytes);
   if (status == 0) {
     read_geometry(dev);
     if (mode == ETHX_SDK_OPEN_FABRIC) status = check_fabric(dev, error, error_bytes);
   }
-  if (status == 0) {
-    status = ethx_sdk_lock_user_open(&dev->lock, NULL, dev->bdf, error, error_bytes);
-    dev->lock.error = dev->last_error; /* from now on the handle's own */
-    dev->lock.error_bytes = sizeof dev->last_error;
-  }
+  /* A raw handle only reads and maps (the lock is for command registers): no lock file. */
+  if (status == 0 && mode == ETHX_SDK_OPEN_FABRIC)
+    status = attach_lock(dev, NULL, error, error_bytes);
   if (status != 0) {
     ethx_dev_close(dev);
     return NULL;
@@ -108,22 +122,16 @@ ethx_dev* ethx_sdk_open_at(const char* function_dir, const char* bdf, enum ethx_
 
 ethx_dev* ethx_sdk_open_io(const ethx_sdk_io* io, const char* bdf, uint64_t window_bytes,
                            const char* lock_dir, char* error, size_t error_bytes) {
-  ethx_dev* dev = calloc(1, sizeof *dev);
-  if (dev == NULL) {
-    ethx_sdk_report(error, error_bytes, "out of memory opening GPU %s", bdf);
-    return NULL;
-  }
-  snprintf(dev->bdf, sizeof dev->bdf, "%s", bdf);
+  ethx_dev* dev = new_handle(bdf, error, error_bytes);
+  if (dev == NULL) return NULL;
   dev->io = *io;
   dev->regs.bytes = ETHX_GPU_CTRL_BAR_BYTES;
   read_geometry(dev);
   dev->info.window_bytes = window_bytes;
-  if (ethx_sdk_lock_user_open(&dev->lock, lock_dir, dev->bdf, error, error_bytes) != 0) {
+  if (attach_lock(dev, lock_dir, error, error_bytes) != 0) {
     ethx_dev_close(dev);
     return NULL;
   }
-  dev->lock.error = dev->last_error;
-  dev->lock.error_bytes = sizeof dev->last_error;
   return dev;
 }
 

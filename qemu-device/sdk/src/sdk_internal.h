@@ -99,7 +99,7 @@ uint64_t ethx_sdk_all_ones(unsigned width);
 
 /* ---- the handle (device.c) ---- */
 enum ethx_sdk_open_mode {
-  ETHX_SDK_OPEN_RAW,    /* BAR 0 mapped, nothing checked: the guest tools show any device */
+  ETHX_SDK_OPEN_RAW, /* BAR 0 mapped, nothing checked, no lock: the guest tools show any device */
   ETHX_SDK_OPEN_FABRIC, /* IDENT, register map 2 or later, a joined fabric; BAR 4 mapped */
 };
 /* Opens the PCI function in `function_dir` (<sysfs root>/<bdf>). */
