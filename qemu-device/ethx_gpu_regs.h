@@ -26,7 +26,8 @@
 
 /* What IDENT and VERSION read. */
 #define ETHX_IDENT 0x45544858u /* "ETHX" */
-#define ETHX_REGISTER_MAP_VERSION 2u
+/* 2: fabric geometry, atomics, the copy engine, counters; 3: FLUSH. */
+#define ETHX_REGISTER_MAP_VERSION 3u
 
 /* Register access kinds (the fourth column of ETHX_GPU_REGISTERS). */
 enum ethx_reg_access {
@@ -59,6 +60,7 @@ enum ethx_reg_access {
   X(ATOMIC_CMD, 0x58, 4, WO)     /* doorbell: ETHX_ATOMIC_CMD(op, width) */               \
   X(ATOMIC_RESULT, 0x60, 8, RO)  /* the old value (all-ones on error) */                  \
   X(ATOMIC_STATUS, 0x68, 4, RO)  /* a status code, ETHX_GPU_OK ... ETHX_GPU_INTERNAL */   \
+  X(FLUSH, 0x70, 4, RO)          /* read: waits until posted stores are performed (v3) */ \
   X(COPY_SRC, 0x80, 8, RW)       /* copy engine: source window address */                 \
   X(COPY_DST, 0x88, 8, RW)       /* destination window address */                         \
   X(COPY_LEN, 0x90, 8, RW)       /* bytes */                                              \

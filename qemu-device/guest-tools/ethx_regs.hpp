@@ -46,6 +46,8 @@ inline constexpr Register kAtomicCompare = ETHX_GUEST_REGISTER(ATOMIC_COMPARE, "
 inline constexpr Register kAtomicCmd = ETHX_GUEST_REGISTER(ATOMIC_CMD, "atomic_cmd");  // WO
 inline constexpr Register kAtomicResult = ETHX_GUEST_REGISTER(ATOMIC_RESULT, "atomic_result");
 inline constexpr Register kAtomicStatus = ETHX_GUEST_REGISTER(ATOMIC_STATUS, "atomic_status");
+// Read for its effect (waits for the GPU's posted stores; version 3): never in a list below.
+inline constexpr Register kFlush = ETHX_GUEST_REGISTER(FLUSH, "flush");
 inline constexpr Register kCopySrc = ETHX_GUEST_REGISTER(COPY_SRC, "copy_src");
 inline constexpr Register kCopyDst = ETHX_GUEST_REGISTER(COPY_DST, "copy_dst");
 inline constexpr Register kCopyLen = ETHX_GUEST_REGISTER(COPY_LEN, "copy_len");
@@ -65,7 +67,8 @@ inline constexpr Register kCntCopyBytes = ETHX_GUEST_REGISTER(CNT_COPY_BYTES, "c
 // Readable in every version (`status` shows them).
 inline constexpr Register kControlRegisters[] = {kIdent, kVersion,   kGpuId,  kStatus,
                                                  kError, kFaultAddr, kScratch};
-// Readable from version 2 on (reading them on version 1 would latch BAD_REGISTER).
+// Readable from version 2 on (reading them on version 1 would latch BAD_REGISTER). FLUSH
+// (version 3) is left out: reading it waits for the GPU's posted stores.
 inline constexpr Register kControlRegistersV2[] = {
     kGpuCount,      kApertureMib,  kHbmMib,       kAtomicAddr, kAtomicOperand,
     kAtomicCompare, kAtomicResult, kAtomicStatus, kCopySrc,    kCopyDst,

@@ -1,11 +1,13 @@
-// Register map version 2 operations on one ethx GPU: fabric geometry, latched errors, the
-// atomic command, the copy engine, the per-device lock. Only register accesses through
-// GpuFunction, so the unit tests drive them with device models.
+// Register map operations (version 2 and later) on one ethx GPU: fabric geometry, latched errors,
+// and, through libethx-gpu, the atomic command, the copy engine and the per-device lock. Only
+// register accesses through GpuFunction (the SDK's too: GpuFunction::sdk), so the unit tests
+// drive them with device models.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -45,7 +47,7 @@ struct Geometry {
 };
 
 // Reads GPU_ID, STATUS, GPU_COUNT, APERTURE_MIB, HBM_MIB. With `need_fabric`, throws
-// CommandError unless the device speaks register map 2 and has joined a fabric.
+// CommandError unless the device speaks register map 2 or later and has joined a fabric.
 Geometry read_geometry(GpuFunction& gpu, bool need_fabric);
 
 struct ErrorState {
@@ -59,41 +61,50 @@ nlohmann::json error_json(const ErrorState& error);
 nlohmann::json error_names(std::uint32_t bits);
 std::string status_code_name(std::uint32_t code);
 
-// One atomic through ATOMIC_ADDR, ATOMIC_OPERAND, ATOMIC_COMPARE (compare-swap only) and the
-// ATOMIC_CMD doorbell, then ATOMIC_RESULT and ATOMIC_STATUS. The caller holds the DeviceLock.
+// The atomic and copy registers are one set per GPU: processes of this VM serialise their use
+// with libethx-gpu's lock (qemu-device/sdk/src/lock.c), an fcntl record lock on
+// `<dir>/ethx-gpu-<BDF>.lock` that every program using the SDK takes too. Default dir:
+// ETHX_DEV_LOCK_DIR, else /run/lock, /run, /tmp or /dev/shm, the first that exists.
+std::filesystem::path default_lock_dir();
+class DeviceLock {
+ public:
+  // Takes `gpu`'s lock through its SDK handle (GpuFunction::sdk) within
+  // ETHX_DEV_LOCK_TIMEOUT_MS (10 s); throws CommandError naming the holder's PID.
+  DeviceLock(GpuFunction& gpu, const std::filesystem::path& dir);
+  ~DeviceLock();
+  DeviceLock(const DeviceLock&) = delete;
+  DeviceLock& operator=(const DeviceLock&) = delete;
+
+  GpuFunction& gpu() const { return gpu_; }
+  ethx_dev* device() const { return dev_; }
+
+ private:
+  GpuFunction& gpu_;
+  ethx_dev* dev_;
+};
+
+// One atomic by libethx-gpu (ethx_dev_atomic: ATOMIC_ADDR, ATOMIC_OPERAND, ATOMIC_COMPARE for
+// compare-swap, the ATOMIC_CMD doorbell, then ATOMIC_RESULT and ATOMIC_STATUS) under `lock`.
+// Throws CommandError for what the SDK refuses (an address outside the window).
 struct AtomicResult {
   std::uint64_t old_value = 0;
   std::uint32_t status = 0;  // 0 ok, else a status code
 };
-AtomicResult run_atomic(GpuFunction& gpu, AtomicOp op, std::uint64_t addr, unsigned width,
+AtomicResult run_atomic(const DeviceLock& lock, AtomicOp op, std::uint64_t addr, unsigned width,
                         std::uint64_t operand, std::uint64_t compare = 0);
 
-// One copy through COPY_SRC, COPY_DST, COPY_LEN and COPY_CMD (start, no interrupt), polling
-// COPY_STATUS until done or failed. Throws CommandError if the engine is busy before the start
-// or the copy does not finish within `timeout`. The caller holds the DeviceLock.
+// One copy by libethx-gpu (ethx_dev_copy_start: COPY_SRC, COPY_DST, COPY_LEN and COPY_CMD start
+// without interrupt; ethx_dev_copy_poll on COPY_STATUS until done or failed) under `lock`.
+// Throws CommandError if the engine is busy before the start, refuses it, or the copy does not
+// finish within `timeout`.
 struct CopyResult {
   std::uint32_t state = 0;  // kCopyDone or kCopyFailed
   std::uint32_t code = 0;   // status code when failed
   std::uint64_t ns = 0;     // doorbell to completion seen
   std::uint64_t polls = 0;
 };
-CopyResult run_copy(GpuFunction& gpu, std::uint64_t src, std::uint64_t dst, std::uint64_t bytes,
-                    std::chrono::nanoseconds timeout);
-
-// The atomic and copy registers are one set per GPU: processes of this VM serialise their use
-// with flock on `<dir>/ethx-gpu-<BDF>.lock`. Default dir: /run/lock, /run, /tmp or /dev/shm,
-// the first that exists.
-std::filesystem::path default_lock_dir();
-class DeviceLock {
- public:
-  DeviceLock(const std::string& bdf, const std::filesystem::path& dir);
-  ~DeviceLock();
-  DeviceLock(const DeviceLock&) = delete;
-  DeviceLock& operator=(const DeviceLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
+CopyResult run_copy(const DeviceLock& lock, std::uint64_t src, std::uint64_t dst,
+                    std::uint64_t bytes, std::chrono::nanoseconds timeout);
 
 // Verification data: 8-byte word `index` of the stream `seed` (splitmix64).
 std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t index);

@@ -119,7 +119,7 @@ std::uint64_t bench_slot_bytes(std::uint32_t gpu_count) {
 // pattern, then each size is copied back several times (the local destination zeroed before
 // each copy and compared through BAR 2): latency p50/p99 per size, bandwidth from the p50.
 struct CopyBench {
-  GpuFunction& gpu;
+  const DeviceLock& lock;
   BarAccess& hbm;
   std::uint64_t region;      // the local slot in BAR 2
   std::uint64_t local_base;  // ... and in the window
@@ -145,7 +145,7 @@ struct CopyBench {
     expected.resize(bytes / 8);
     for (std::uint64_t i = 0; i < expected.size(); ++i) expected[i] = pattern_word(seed, i);
     fill_local(bytes, expected.data());
-    const CopyResult fill = run_copy(gpu, local_base, peer_base, bytes, timeout);
+    const CopyResult fill = run_copy(lock, local_base, peer_base, bytes, timeout);
     json entry = {{"bytes", bytes},
                   {"ns", fill.ns},
                   {"gbps", gbps(bytes, fill.ns)},
@@ -160,7 +160,7 @@ struct CopyBench {
   // One copy of `bytes` back from the peer, verified; its time, or nullopt if it failed.
   std::optional<std::uint64_t> copy_back(std::uint64_t bytes, json& entry) {
     fill_local(bytes, nullptr);
-    const CopyResult copied = run_copy(gpu, peer_base, local_base, bytes, timeout);
+    const CopyResult copied = run_copy(lock, peer_base, local_base, bytes, timeout);
     if (copied.state != kCopyDone) {
       ++tally.errors;
       entry["code_name"] = status_code_name(copied.code);
@@ -229,7 +229,7 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   // A fresh seed per run: data left by an earlier run cannot pass as this run's.
   const std::uint64_t seed = now_ns() ^ (std::uint64_t{self} << 48);
 
-  DeviceLock lock(gpu.bdf(), lock_dir(options));  // atomics and copies use the register set
+  DeviceLock lock(gpu, lock_dir(options));  // atomics and copies use the register set
   take_error(gpu);
   Tally tally;
 
@@ -286,10 +286,10 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   // (d) Atomic rate: fetch-add 1 on a peer counter; every old value is the count so far.
   const std::uint64_t atomic_ops = quick ? 256 : 4096;
   const std::uint64_t counter = peer_base + slot - 8;
-  std::uint32_t atomic_status = run_atomic(gpu, AtomicOp::kSwap, counter, 8, 0).status;
+  std::uint32_t atomic_status = run_atomic(lock, AtomicOp::kSwap, counter, 8, 0).status;
   const std::uint64_t atomic_start = now_ns();
   for (std::uint64_t i = 0; i < atomic_ops && atomic_status == 0; ++i) {
-    const AtomicResult added = run_atomic(gpu, AtomicOp::kFetchAdd, counter, 8, 1);
+    const AtomicResult added = run_atomic(lock, AtomicOp::kFetchAdd, counter, 8, 1);
     atomic_status = added.status;
     if (added.status == 0) tally.check(added.old_value, i);
   }
@@ -299,7 +299,7 @@ json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& 
   tally.check(final_count, atomic_ops);
   tally.add(take_error(gpu));
 
-  CopyBench copy_bench{gpu, hbm, region, local_base, peer_base, options.copy_timeout, tally};
+  CopyBench copy_bench{lock, hbm, region, local_base, peer_base, options.copy_timeout, tally};
   const std::uint64_t copy_max = std::min<std::uint64_t>(quick ? kMiB : 4 * kMiB, slot);
   const json copy_fill = copy_bench.fill_peer(copy_max, seed + 4);
   const json copies =
@@ -338,8 +338,8 @@ std::uint64_t barrier(GpuList& gpus, std::uint64_t addr, std::uint32_t total,
   for (auto& gpu : gpus) {
     AtomicResult arrival;
     {
-      DeviceLock lock(gpu->bdf(), lock_dir(options));
-      arrival = run_atomic(*gpu, AtomicOp::kFetchAdd, addr, 8, 1);
+      const DeviceLock lock(*gpu, lock_dir(options));
+      arrival = run_atomic(lock, AtomicOp::kFetchAdd, addr, 8, 1);
     }
     if (arrival.status != 0) {
       throw CommandError("alltoall barrier: fetch-add at " + hex(addr) + " on " + gpu->bdf() +

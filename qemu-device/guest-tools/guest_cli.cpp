@@ -22,6 +22,7 @@ const char* const kUsage =
     "  atomic [--gpu ID] --op fetch-add|swap|cas (--addr A | --target K --offset O)\n"
     "         [--width 4|8] --operand X [--compare C]\n"
     "  copy   [--gpu ID] --src A --dst B --bytes N [--timeout S]\n"
+    "  flush  [--gpu ID]                      wait until the GPU's posted stores are performed\n"
     "  bench  [--gpu ID] [--peer K] [--quick] [--latency-only]\n"
     "  alltoall --bytes-per-peer N --salt S [--gpus-total G] [--timeout S]\n"
     "--gpu selects by fabric GPU id (GPU_ID register); the single-GPU commands need it only\n"
@@ -57,6 +58,7 @@ const std::map<std::string, std::vector<std::string>>& command_options() {
        {"--gpu", "--bdf", "--op", "--addr", "--target", "--offset", "--width", "--operand",
         "--compare"}},
       {"copy", {"--gpu", "--bdf", "--src", "--dst", "--bytes", "--timeout"}},
+      {"flush", {"--gpu", "--bdf"}},
       {"bench", {"--gpu", "--bdf", "--peer", "--quick", "--latency-only"}},
       {"alltoall", {"--bytes-per-peer", "--salt", "--gpus-total", "--timeout"}},
   };

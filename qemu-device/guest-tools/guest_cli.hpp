@@ -15,10 +15,11 @@ struct UsageError : std::runtime_error {
 };
 
 struct GuestCommand {
-  // list, status, peek, poke, load, store, atomic, copy, bench, alltoall, help
+  // list, status, peek, poke, load, store, atomic, copy, flush, bench, alltoall, help
   std::string name;
   // Which GPU: by its fabric id (GPU_ID register) or its PCI address; neither means all
-  // (list, status), the only one (peek, poke, load, store, atomic, copy) or the first (bench).
+  // (list, status), the only one (peek, poke, load, store, atomic, copy, flush) or the first
+  // (bench).
   std::optional<std::uint32_t> gpu_id;
   std::optional<std::string> bdf;
   // peek/poke: BAR index and byte offset in it. load/store/atomic: with --target, the offset

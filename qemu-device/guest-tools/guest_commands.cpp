@@ -176,10 +176,10 @@ json atomic(const GuestCommand& command, GpuFunction& gpu, const RunOptions& opt
   AtomicResult atomic_result;
   ErrorState error;
   {
-    DeviceLock lock(gpu.bdf(), lock_dir(options));
+    const DeviceLock lock(gpu, lock_dir(options));
     take_error(gpu);
     atomic_result =
-        run_atomic(gpu, op, addr, command.width, *command.operand, command.compare.value_or(0));
+        run_atomic(lock, op, addr, command.width, *command.operand, command.compare.value_or(0));
     error = take_error(gpu);
   }
   json result = {{"bdf", gpu.bdf()},
@@ -214,9 +214,9 @@ json copy(const GuestCommand& command, GpuFunction& gpu, const RunOptions& optio
   CopyResult copy_result;
   ErrorState error;
   {
-    DeviceLock lock(gpu.bdf(), lock_dir(options));
+    const DeviceLock lock(gpu, lock_dir(options));
     take_error(gpu);
-    copy_result = run_copy(gpu, *command.src, *command.dst, *command.bytes, timeout);
+    copy_result = run_copy(lock, *command.src, *command.dst, *command.bytes, timeout);
     error = take_error(gpu);
   }
   const bool done = copy_result.state == kCopyDone;
@@ -245,6 +245,34 @@ json copy(const GuestCommand& command, GpuFunction& gpu, const RunOptions& optio
   return with_error(std::move(result), error, what);
 }
 
+// FLUSH (register map 3): the read returns once every store this GPU posted is performed at its
+// target, with a status code (the flush's, else the first failed store's since the last FLUSH).
+json flush(GpuFunction& gpu) {
+  const Geometry geometry = read_geometry(gpu, true);
+  const auto version = gpu.read(kVersion);
+  if (version < 3) {
+    throw CommandError("ethx GPU " + gpu.bdf() + " speaks register map version " +
+                       std::to_string(version) +
+                       "; flush needs version 3 (FLUSH): rebuild QEMU (qemu-device/build-qemu.sh)");
+  }
+  const std::uint64_t start_ns = now_ns();
+  const auto status = static_cast<std::uint32_t>(gpu.read(kFlush));
+  const std::uint64_t flush_ns = now_ns() - start_ns;
+  json result = {{"bdf", gpu.bdf()},
+                 {"gpu_id", geometry.gpu_id},
+                 {"op", "flush"},
+                 {"status", status},
+                 {"status_name", status_code_name(status)},
+                 {"ns", flush_ns}};
+  if (status != 0) {
+    result.update(error_json(take_error(gpu)));
+    throw CommandFailed(
+        "flush failed: status " + std::to_string(status) + " (" + status_code_name(status) + ")",
+        result);
+  }
+  return result;
+}
+
 }  // namespace
 
 json run_command(const GuestCommand& command, GpuList gpus, const RunOptions& options) {
@@ -264,6 +292,7 @@ json run_command(const GuestCommand& command, GpuList gpus, const RunOptions& op
   if (command.name == "load" || command.name == "store") return window_access(command, *gpu);
   if (command.name == "atomic") return atomic(command, *gpu, options);
   if (command.name == "copy") return copy(command, *gpu, options);
+  if (command.name == "flush") return flush(*gpu);
   if (command.name == "bench") return run_bench(command, *gpu, options);
   throw UsageError("unknown command '" + command.name + "'");
 }

@@ -1,9 +1,9 @@
-// One PCI BAR mapped into this process through sysfs (resourceN), accessed register-wise.
+// One PCI BAR of an ethx GPU, accessed register-wise: BarAccess (what the commands use; the unit
+// tests implement it with device models) and MmioBar (a BAR libethx-gpu mapped).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 
 namespace ethx::guest {
 
@@ -29,29 +29,26 @@ class BarAccess {
 // aligned range inside `size` bytes.
 void check_access(std::size_t size, std::uint64_t offset, unsigned width);
 
+// A BAR as libethx-gpu mapped it (sysfs resourceN, O_SYNC: uncached); the mapping belongs to
+// the device's SDK handle (EthxGpu), which outlives this view.
 class MmioBar : public BarAccess {
  public:
-  // Maps the whole resource file; throws std::runtime_error naming the file on failure.
   // `ram`: the BAR is memory (BAR 2), so ram() hands out the mapping.
-  explicit MmioBar(const std::filesystem::path& resource_file, bool ram = false);
-  ~MmioBar() override;
-  MmioBar(const MmioBar&) = delete;
-  MmioBar& operator=(const MmioBar&) = delete;
+  MmioBar(volatile std::uint8_t* base, std::size_t size, bool ram)
+      : base_(base), size_(size), ram_(ram) {}
 
   std::size_t size() const override { return size_; }
 
-  // Exactly one load or store of `width` bytes: a device register sees the access size the
-  // guest tool chose, so these never go through memcpy (which may split or merge accesses).
+  // Exactly one load or store of `width` bytes (the SDK's ethx_sdk_mmio_read/write): a device
+  // register sees the access size the guest tool chose, never a memcpy's split or merged ones.
   std::uint64_t read(std::uint64_t offset, unsigned width) override;
   void write(std::uint64_t offset, unsigned width, std::uint64_t value) override;
-  std::uint8_t* ram() override { return ram_ ? static_cast<std::uint8_t*>(base_) : nullptr; }
+  std::uint8_t* ram() override { return ram_ ? const_cast<std::uint8_t*>(base_) : nullptr; }
 
  private:
-  volatile std::uint8_t* at(std::uint64_t offset, unsigned width) const;
-
-  void* base_ = nullptr;
-  std::size_t size_ = 0;
-  bool ram_ = false;
+  volatile std::uint8_t* base_;
+  std::size_t size_;
+  bool ram_;
 };
 
 }  // namespace ethx::guest

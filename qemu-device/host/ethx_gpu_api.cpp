@@ -172,6 +172,15 @@ int ethx_gpu_atomic(ethx_gpu* gpu, int op, uint64_t window_addr, unsigned width,
   }
 }
 
+int ethx_gpu_flush(ethx_gpu* gpu, uint64_t* fault_addr) {
+  try {
+    return finish(gpu->device->flush_all(), nullptr, fault_addr);
+  } catch (const std::exception& failure) {
+    log_internal("flush", failure.what());
+    return internal_error("flush", 0, nullptr, fault_addr);
+  }
+}
+
 namespace {
 
 int start_copy(ethx_gpu* gpu, uint64_t src, uint64_t dst, uint64_t bytes, ethx_gpu_copy_done done,

@@ -3,9 +3,9 @@
  * per emulated GPU, wrapping ethx::GpuDevice (qemu-device/host/gpu_device.hpp). Plain C so
  * QEMU's C code can include it; no C++ exception crosses it (every function catches and reports).
  *
- * Threads: ethx_gpu_load/store/atomic may be called from any thread (vCPUs) concurrently;
- * loads and atomics block until the fabric answers or the engine's timeout fires, and a store
- * blocks while the queue of posted stores is full, so callers holding a lock others need
+ * Threads: ethx_gpu_load/store/atomic/flush may be called from any thread (vCPUs) concurrently;
+ * loads, atomics and flushes block until the fabric answers or the engine's timeout fires, and a
+ * store blocks while the queue of posted stores is full, so callers holding a lock others need
  * (QEMU's big lock) should drop it around them (or use ethx_gpu_try_store first). The copy callback
  * runs on the handle's own service thread, or on a thread waiting in ethx_gpu_load/atomic
  * (which drives the engine while it waits); it must not block.
@@ -70,6 +70,14 @@ int ethx_gpu_try_store(ethx_gpu* gpu, uint64_t window_addr, unsigned width, uint
                        uint64_t* fault_addr);
 int ethx_gpu_atomic(ethx_gpu* gpu, int op, uint64_t window_addr, unsigned width, uint64_t operand,
                     uint64_t compare, uint64_t* old_value, uint64_t* fault_addr);
+
+/*
+ * Waits until every store this GPU posted so far (from any thread) is performed at its target
+ * (GpuDevice::flush_all: a fabric flush to each GPU written to). Blocks like a load: a caller
+ * holding a lock others need drops it. On failure (TIMEOUT, UNREACHABLE, ...) *fault_addr is
+ * the window address of the first failing GPU's memory.
+ */
+int ethx_gpu_flush(ethx_gpu* gpu, uint64_t* fault_addr);
 
 typedef void (*ethx_gpu_copy_done)(void* opaque, int status, uint64_t fault_addr);
 /* Starts a copy; 0 if started, -1 if one is already running. */

@@ -153,6 +153,10 @@ struct GpuDevice::Impl {
   std::unordered_map<OpId, Target> in_flight;
   std::optional<CopyJob> copy;
   std::vector<bool> written_since_flush;  // by GPU: posted writes a flush_all must cover
+  // By GPU: flush_all flushes sent and not answered yet. A flush_all must wait for the writes
+  // an earlier, still unanswered flush covers too, so it flushes such a GPU again (behind
+  // those writes on the in-order path, its answer implies theirs) instead of skipping it.
+  std::vector<std::uint32_t> flushes_in_flight;
 
   std::atomic<bool> copy_busy{false};
   std::mutex copy_mutex;
@@ -189,6 +193,7 @@ GpuDevice::GpuDevice(const GpuDeviceOptions& options)
   impl_->port = open_node_port(topology_, self_, port_options);
   impl_->node = std::make_unique<NodeRuntime>(topology_, self_, hbm(), *impl_->port);
   impl_->written_since_flush.assign(topology_.gpu_count, false);
+  impl_->flushes_in_flight.assign(topology_.gpu_count, 0);
   // Everything that can throw comes before the service thread starts: an exception with a
   // joinable std::thread alive would end in std::terminate (an abort of QEMU) instead of the
   // clean error the C API reports.
@@ -569,8 +574,9 @@ void GpuDevice::issue_requests() {
       case Request::Kind::kFlushAll: {
         request->flushes_left = 0;
         for (std::size_t gpu = 0; gpu < topology_.gpu_count; ++gpu) {
-          if (!impl_->written_since_flush[gpu]) continue;
+          if (!impl_->written_since_flush[gpu] && impl_->flushes_in_flight[gpu] == 0) continue;
           impl_->written_since_flush[gpu] = false;
+          ++impl_->flushes_in_flight[gpu];
           const OpId id = requester.flush(static_cast<GpuId>(gpu), now, node.effects());
           impl_->in_flight.emplace(id, Impl::Target{Impl::Target::Kind::kRequest, request, 0});
           ++request->flushes_left;
@@ -688,10 +694,7 @@ void GpuDevice::dispatch_completions() {
     if (target.kind == Impl::Target::Kind::kRequest) {
       Request& r = *target.request;
       if (r.kind == Request::Kind::kFlushAll) {
-        if (status != DeviceStatus::kOk && r.result.status == DeviceStatus::kOk) {
-          r.result.status = status;
-        }
-        if (--r.flushes_left == 0) finish_request(r, r.result.status, 0, 0);
+        finish_flush(r, *completion, status);
         continue;
       }
       std::uint64_t value = r.kind == Request::Kind::kAtomic ? completion->old_value : 0;
@@ -746,6 +749,20 @@ void GpuDevice::dispatch_completions() {
         job.result.status = status;
       }
     }
+  }
+}
+
+// One GPU's answer to a flush_all. A failure names that GPU by the window address of its
+// memory (GPU g at g x aperture), the first failing GPU's.
+void GpuDevice::finish_flush(Request& request, const Completion& completion, DeviceStatus status) {
+  const GpuId gpu = completion.dst_gpu;
+  if (gpu < impl_->flushes_in_flight.size()) --impl_->flushes_in_flight[gpu];
+  if (status != DeviceStatus::kOk && request.result.status == DeviceStatus::kOk) {
+    request.result.status = status;
+    request.result.fault_addr = std::uint64_t{gpu} * topology_.aperture_bytes;
+  }
+  if (--request.flushes_left == 0) {
+    finish_request(request, request.result.status, 0, request.result.fault_addr);
   }
 }
 

@@ -126,8 +126,11 @@ class GpuDevice {
   // instead of leaving it to the service thread: the copy progresses from the first poll, even
   // while the service thread naps. Returns whether a copy is still running.
   bool drive_copy(std::int64_t budget_ns);
-  // Waits until every store queued so far is performed at its target: a fabric flush to
-  // each GPU written to since the previous flush_all.
+  // Waits until every store queued so far (by any thread) is performed at its target: a fabric
+  // flush to each GPU written to since the previous flush_all, or with a flush still in
+  // flight. The requester's flush completes after every earlier write to that GPU was
+  // performed there, go-back-N resends included (docs/register-map.md, FLUSH). A failed flush
+  // reports its status and, as fault_addr, the window address of the failing GPU's memory.
   DeviceResult flush_all();
 
   GpuDeviceCounters counters() const;
@@ -160,6 +163,7 @@ class GpuDevice {
   void issue_requests();
   void issue_one(Request& request);
   void dispatch_completions();
+  void finish_flush(Request& request, const Completion& completion, DeviceStatus status);
   void advance_copy();
   void finish_request(Request& request, DeviceStatus status, std::uint64_t value,
                       std::uint64_t fault_addr);

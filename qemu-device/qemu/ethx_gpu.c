@@ -6,9 +6,9 @@
  * BAR 0 control registers; BAR 2 this GPU's memory ("HBM"), RAM from the shared-memory file
  * the fabric's completer serves; BAR 4 the remote window, whose every access goes through
  * ethx's address map and packet engine (qemu-device/host/ethx_gpu_api.h, a C API over the C++
- * library). Window loads and atomics drop the big QEMU lock while they wait for the fabric (and the
- * vCPU drives the packet engine itself meanwhile); the copy engine completes on a thread
- * without the lock, which hands the interrupt to a bottom half.
+ * library). Window loads, atomics and FLUSH reads drop the big QEMU lock while they wait for the
+ * fabric (and the vCPU drives the packet engine itself meanwhile); the copy engine completes on a
+ * thread without the lock, which hands the interrupt to a bottom half.
  *
  * Guest mistakes (unknown register, bad access size, write to a read-only register, an access
  * outside every window, a timeout) are logged with LOG_GUEST_ERROR and survived: reads return
@@ -61,6 +61,9 @@ struct EthxGpuState {
 
     uint64_t atomic_addr, atomic_operand, atomic_compare, atomic_result;
     uint32_t atomic_status;
+
+    /* The first posted store that failed since the last FLUSH read (its status code). */
+    int store_status;
 
     uint64_t copy_src, copy_dst, copy_len;
     /* Written by the library's service thread, read by vCPUs and the bottom half. */
@@ -135,6 +138,32 @@ static uint32_t ethx_gpu_copy_status(EthxGpuState *s)
            (state == ETHX_COPY_FAILED ? (uint32_t)s->copy_code << ETHX_COPY_STATUS_CODE_SHIFT : 0);
 }
 
+/*
+ * FLUSH: waits until every store this GPU posted so far (from any vCPU) is performed at its
+ * target, with the big lock dropped as a load does. Reads the flush's status (its failure
+ * latched like a load's), else the status of the first posted store that failed since the
+ * previous FLUSH read (latched when it failed), else 0.
+ */
+static uint32_t ethx_gpu_flush_read(EthxGpuState *s)
+{
+    uint64_t fault = 0;
+    int status, store_status = s->store_status;
+
+    if (!s->gpu) {
+        ethx_gpu_latch(s, ETHX_ERROR_NO_FABRIC, ETHX_REG_FLUSH);
+        return ETHX_GPU_UNREACHABLE;
+    }
+    s->store_status = ETHX_GPU_OK;
+    qemu_mutex_unlock_iothread();
+    status = ethx_gpu_flush(s->gpu, &fault);
+    qemu_mutex_lock_iothread();
+    if (status != ETHX_GPU_OK) {
+        ethx_gpu_latch_status(s, status, fault, "flush");
+        return (uint32_t)status;
+    }
+    return (uint32_t)store_status;
+}
+
 static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
 {
     EthxGpuState *s = opaque;
@@ -173,6 +202,8 @@ static uint64_t ethx_gpu_ctrl_read(void *opaque, hwaddr addr, unsigned size)
         return s->atomic_result;
     case ETHX_REG_ATOMIC_STATUS:
         return s->atomic_status;
+    case ETHX_REG_FLUSH:
+        return ethx_gpu_flush_read(s);
     case ETHX_REG_COPY_SRC:
         return s->copy_src;
     case ETHX_REG_COPY_DST:
@@ -324,6 +355,9 @@ static void ethx_gpu_window_write(void *opaque, hwaddr addr, uint64_t value, uns
     }
     if (status != ETHX_GPU_OK) {
         ethx_gpu_latch_status(s, status, fault, "store");
+        if (s->store_status == ETHX_GPU_OK) {
+            s->store_status = status;
+        }
     }
 }
 
@@ -511,6 +545,7 @@ static void ethx_gpu_reset(DeviceState *dev)
     s->guest_ready = 0;
     s->atomic_addr = s->atomic_operand = s->atomic_compare = s->atomic_result = 0;
     s->atomic_status = 0;
+    s->store_status = ETHX_GPU_OK;
     if (qatomic_read(&s->copy_state) != ETHX_COPY_BUSY) {
         qatomic_set(&s->copy_state, ETHX_COPY_IDLE);
     }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <latch>
 #include <memory>
 #include <set>
 #include <thread>
@@ -18,6 +19,8 @@
 #include "fabric/config/fabric_names.hpp"
 #include "fabric/transport/shm/control_region.hpp"
 #include "fabric/transport/shm/shm_fabric_region.hpp"
+#include "qemu-device/ethx_gpu_regs.h"
+#include "qemu-device/host/ethx_gpu_api.h"
 #include "qemu-device/host/gpu_device.hpp"
 #include "switch/runtime/shm_switch_runtime.hpp"
 
@@ -316,6 +319,59 @@ TEST_F(GpuDeviceTest, ACopyStartedWhileAnotherThreadDrivesLoadsEndsWithoutPollin
   ASSERT_EQ(result.status, DeviceStatus::kOk) << to_string(result.status);
   EXPECT_EQ(std::memcmp(devices_[0]->hbm().data() + 0x300000, source.data(), kBytes), 0);
   EXPECT_EQ(devices_[0]->counters().copy_drives, 0u);
+}
+
+// FLUSH's host side (register map 3): the C API's flush returns once every store posted before
+// it is in the target's memory, so the data is checked right after it, without waiting.
+TEST_F(GpuDeviceTest, TheCApisFlushReturnsOnceEveryPostedStoreIsInTheTargetsMemory) {
+  ethx_gpu_options options{};
+  options.fabric = fabric_.c_str();
+  options.gpu_id = 3;
+  options.config_path = config_path_.c_str();
+  char error[256] = "";
+  ethx_gpu* gpu3 = ethx_gpu_open(&options, error, sizeof error);
+  ASSERT_NE(gpu3, nullptr) << error;
+  constexpr int kStores = 3000;
+  for (int i = 0; i < kStores; ++i) {
+    const std::uint64_t offset = 0x20000 + 8 * static_cast<std::uint64_t>(i);
+    std::uint64_t fault = 0;
+    ASSERT_EQ(ethx_gpu_store(gpu3, window(1, offset), 8, offset * 3 + 1, &fault), ETHX_GPU_OK);
+  }
+  std::uint64_t fault_addr = 123;
+  EXPECT_EQ(ethx_gpu_flush(gpu3, &fault_addr), ETHX_GPU_OK);
+  EXPECT_EQ(fault_addr, 0u);
+  int wrong = 0;
+  for (int i = 0; i < kStores; ++i) {
+    const std::uint64_t offset = 0x20000 + 8 * static_cast<std::uint64_t>(i);
+    std::uint64_t value = 0;
+    std::memcpy(&value, devices_[1]->hbm().data() + offset, 8);
+    wrong += value != offset * 3 + 1;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(ethx_gpu_flush(gpu3, &fault_addr), ETHX_GPU_OK);  // nothing written since
+  ethx_gpu_close(gpu3);
+}
+
+// Two flushes racing after a store to a GPU that no longer answers: whichever is issued second
+// finds that GPU's flag already cleared by the first, yet the store is not performed. It must
+// flush that GPU again (and time out) rather than report ok while the first is unanswered.
+TEST_F(GpuDeviceTest, AFlushOverlappingAnUnansweredFlushWaitsForItsStoresToo) {
+  devices_[2].reset();  // GPU 2 leaves the fabric: nothing answers it any more
+  ASSERT_EQ(devices_[0]->store(window(2, 0x100), 8, 42).status, DeviceStatus::kOk);
+  std::latch both_ready(2);
+  DeviceResult results[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      both_ready.arrive_and_wait();
+      results[t] = devices_[0]->flush_all();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const DeviceResult& result : results) {
+    EXPECT_EQ(result.status, DeviceStatus::kTimeout) << to_string(result.status);
+    EXPECT_EQ(result.fault_addr, window(2, 0));  // names the GPU that did not answer
+  }
 }
 
 }  // namespace

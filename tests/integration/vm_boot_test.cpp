@@ -105,7 +105,7 @@ TEST_F(VmBoot, ListShowsBothGpusWithTheirIds) {
     ids.insert(gpu.at("gpu_id").get<std::uint64_t>());
     EXPECT_EQ(gpu.at("ident").get<std::uint64_t>(), kIdent);
     EXPECT_TRUE(gpu.at("ident_ok").get<bool>());
-    EXPECT_EQ(gpu.at("version").get<std::uint64_t>(), 2u);
+    EXPECT_EQ(gpu.at("version").get<std::uint64_t>(), std::uint64_t{ETHX_REGISTER_MAP_VERSION});
     EXPECT_EQ(gpu.at("status").get<std::uint64_t>(), 0u);  // no fabric yet, no error
   }
   EXPECT_EQ(ids, (std::set<std::uint64_t>{3, 5}));

@@ -118,6 +118,23 @@ TEST(GpuRegisterMap, CommandAndCopyStatusFieldsRoundTrip) {
   EXPECT_LE(std::uint32_t{ETHX_GPU_STATUS_COUNT - 1}, ETHX_COPY_STATUS_CODE_MASK);
 }
 
+// FLUSH (version 3) is read for its side effect: it waits for the GPU's posted stores. So it is
+// a 4-byte read-only status register that nothing reads by accident: the guest tools' `status`
+// does not print it.
+TEST(GpuRegisterMap, FlushIsAReadOnlyStatusRegisterOfVersionThreeThatStatusDoesNotRead) {
+  EXPECT_GE(ETHX_REGISTER_MAP_VERSION, 3u);
+  const RegisterRow* flush = row_at(ETHX_REG_FLUSH);
+  ASSERT_NE(flush, nullptr);
+  EXPECT_EQ(flush->width, 4u);
+  EXPECT_EQ(flush->access, ETHX_ACCESS_RO);
+  for (const guest::Register& reg : guest::kControlRegisters) {
+    EXPECT_NE(reg.offset, std::uint64_t{ETHX_REG_FLUSH}) << reg.name;
+  }
+  for (const guest::Register& reg : guest::kControlRegistersV2) {
+    EXPECT_NE(reg.offset, std::uint64_t{ETHX_REG_FLUSH}) << reg.name;
+  }
+}
+
 TEST(GpuRegisterMap, GuestToolsPrintTheHeadersRegistersByTheirOwnNames) {
   std::set<std::uint64_t> seen;
   auto check = [&](const guest::Register& reg) {

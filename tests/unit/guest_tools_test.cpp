@@ -278,6 +278,7 @@ class FakeControl : public BarAccess {
 
   std::uint32_t error = 0;
   std::uint64_t fault_addr = 0;
+  std::uint32_t version = ETHX_REGISTER_MAP_VERSION;
   std::uint64_t regs[64] = {};  // by offset / 8 (the 32-bit ones in the low half)
   std::uint32_t copy_status = 0;
   unsigned copy_polls_left = 0;
@@ -385,7 +386,7 @@ std::uint64_t FakeControl::read(std::uint64_t offset, unsigned width) {
   if (offset == kIdent.offset) {
     value = kIdentValue;
   } else if (offset == kVersion.offset) {
-    value = 2;
+    value = version;
   } else if (offset == kGpuId.offset) {
     value = gpu_.id;
   } else if (offset == kStatus.offset) {
@@ -618,6 +619,38 @@ TEST_F(GuestFabricTest, FailedAtomicPrintsItsStatus) {
   } catch (const CommandFailed& failed) {
     EXPECT_EQ(failed.result["status_name"], "unreachable");
     EXPECT_EQ(failed.result["old"], ~std::uint64_t{0});
+  }
+}
+
+// `flush` reads FLUSH once (version 3) and reports its status; a failure is the command's.
+TEST_F(GuestFabricTest, FlushReadsTheFlushRegisterOnceAndReportsItsStatus) {
+  FakeFabric fabric(2);
+  auto gpus = vm(fabric, {0});
+  FakeGpu& gpu = *gpus_[0];
+  const auto ok = run_command(parse_command_line({"flush"}), std::move(gpus), options_);
+  EXPECT_EQ(ok["op"], "flush");
+  EXPECT_EQ(ok["status"], 0);
+  int flush_reads = 0;
+  for (const auto& access : gpu.control.log) flush_reads += access.offset == kFlush.offset;
+  EXPECT_EQ(flush_reads, 1);
+
+  auto failing = vm(fabric, {0});
+  gpus_[0]->control.regs[kFlush.offset / 8] = ETHX_GPU_UNREACHABLE;
+  try {
+    run_command(parse_command_line({"flush"}), std::move(failing), options_);
+    FAIL() << "a flush that reads a failure must fail";
+  } catch (const CommandFailed& failed) {
+    EXPECT_EQ(failed.result["status_name"], "unreachable");
+    EXPECT_NE(std::string(failed.what()).find("unreachable"), std::string::npos);
+  }
+
+  auto old = vm(fabric, {0});
+  gpus_[0]->control.version = 2;
+  try {
+    run_command(parse_command_line({"flush"}), std::move(old), options_);
+    FAIL() << "register map 2 has no FLUSH";
+  } catch (const CommandError& error) {
+    EXPECT_NE(std::string(error.what()).find("needs version 3"), std::string::npos);
   }
 }
 

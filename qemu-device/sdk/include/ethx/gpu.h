@@ -13,6 +13,8 @@
  * serialise their use with a lock file in the guest (a POSIX record lock on
  * /run/lock/ethx-gpu-<BDF>.lock). A call that needs them takes the lock for itself unless the
  * process holds it (ethx_dev_lock), and gives up after the lock timeout naming the holder's PID.
+ * Environment: ETHX_DEV_LOCK_TIMEOUT_MS (the default timeout), ETHX_DEV_LOCK_DIR (where the lock
+ * files are), ETHX_SYSFS_PCI_DEVICES (instead of /sys/bus/pci/devices: tests).
  *
  * Threads: one ethx_dev per thread, or serialise calls on one handle yourself.
  */
@@ -32,13 +34,13 @@ extern "C" {
 
 /* This library's own failures (negative, apart from the register map's status codes). */
 enum ethx_dev_error {
-  ETHX_DEV_ENODEV = -1,     /* no such GPU in this VM, or it has not joined a fabric */
-  ETHX_DEV_ELOCK = -2,      /* the command registers' lock stayed held past the timeout */
-  ETHX_DEV_EBUSY = -3,      /* the copy engine is busy (a copy of another process) */
-  ETHX_DEV_EINVAL = -4,     /* a bad argument: width, alignment, address, length */
-  ETHX_DEV_ESYS = -5,       /* a system call failed (open, mmap, ...): errno says which */
-  ETHX_DEV_ETIMEDOUT = -6,  /* a copy or flush did not finish within its timeout */
-  ETHX_DEV_EVERSION = -7,   /* the device's register map is too old for this call */
+  ETHX_DEV_ENODEV = -1,    /* no such GPU in this VM, or it has not joined a fabric */
+  ETHX_DEV_ELOCK = -2,     /* the command registers' lock stayed held past the timeout */
+  ETHX_DEV_EBUSY = -3,     /* the copy engine is busy (a copy of another process) */
+  ETHX_DEV_EINVAL = -4,    /* a bad argument: width, alignment, address, length */
+  ETHX_DEV_ESYS = -5,      /* a system call failed (open, mmap, ...): errno says which */
+  ETHX_DEV_ETIMEDOUT = -6, /* a copy or flush did not finish within its timeout */
+  ETHX_DEV_EVERSION = -7,  /* the device's register map is too old for this call */
 };
 
 typedef struct ethx_dev ethx_dev;
@@ -112,8 +114,8 @@ int ethx_dev_flush(ethx_dev* dev);
  * op: ETHX_GPU_FETCH_ADD, ETHX_GPU_SWAP, ETHX_GPU_COMPARE_SWAP. *old_value gets the value
  * before (all-ones on failure). Atomic with every other fabric atomic on that memory,
  * including this GPU's own (use the window address of this GPU for local ones). */
-int ethx_dev_atomic(ethx_dev* dev, int op, uint64_t window_addr, unsigned width,
-                    uint64_t operand, uint64_t compare, uint64_t* old_value);
+int ethx_dev_atomic(ethx_dev* dev, int op, uint64_t window_addr, unsigned width, uint64_t operand,
+                    uint64_t compare, uint64_t* old_value);
 
 /* ---- the copy engine (window address to window address, polled) ---- */
 /* Copies and waits (timeout_ns 0: the default, 30 s). */
