@@ -2,7 +2,8 @@
 add_library(ethx_warnings INTERFACE)
 target_compile_options(ethx_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
-  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor> $<$<COMPILE_LANGUAGE:CXX>:-Wold-style-cast>
+  -Wcast-align
   -Wimplicit-fallthrough -Wformat=2)
 # GCC 12 reports -Wrestrict and -Wnull-dereference inside libstdc++'s own std::string code at -O2
 # (GCC bug 105651 and relatives); they are not about our code and would bury real warnings.

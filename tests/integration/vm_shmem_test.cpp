@@ -65,7 +65,9 @@ TEST_P(VmShmemProgram, PassesOnFourPesInTwoVms) {
 INSTANTIATE_TEST_SUITE_P(Functions, VmShmemProgram,
                          ::testing::Values("rma_test", "amo_test", "sync_test", "static_test",
                                            "coll_test", "deprecated_test", "ptr_test"),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const ::testing::TestParamInfo<const char*>& program) {
+                           return std::string(program.param);
+                         });
 
 TEST_F(VmShmem, APeOutOfRangeIsAClearError) {
   const CommandResult result = oshrun("bad_use_test pe-out-of-range");
