@@ -78,10 +78,21 @@ static int samples_for(size_t size) {
 
 /* ---- PE 0 against the peer ---- */
 
+/* A latency point ends early, after 3 samples at least, once it has taken this long: a slow
+ * path (a large get made of window loads) must not stretch the run to minutes. */
+static int64_t point_budget_ns(void) {
+  return g_opt.quick ? 500000000 : 2000000000;
+}
+
 static stats rma_latency(size_t size, int is_put, unsigned char* local) {
   int n = samples_for(size);
   int64_t* t = (int64_t*)malloc((size_t)n * sizeof(int64_t));
+  int64_t began = st_now_ns();
   for (int i = -2; i < n; ++i) { /* two warm-up rounds */
+    if (i >= 3 && st_now_ns() - began > point_budget_ns()) {
+      n = i;
+      break;
+    }
     int64_t start = st_now_ns();
     if (is_put) {
       shmem_putmem(g_sym, local, size, g_opt.peer);
@@ -96,10 +107,15 @@ static stats rma_latency(size_t size, int is_put, unsigned char* local) {
   return s;
 }
 
-/* A window of nonblocking transfers of `size`, then quiet; the median of three windows. */
-static double rma_bandwidth_gbps(size_t size, int is_put, unsigned char* local) {
+/* A window of nonblocking transfers of `size`, then quiet; the median of three windows. A
+ * window is 8 MiB (1 MiB with --quick), 4 ... 4096 transfers, and no more than a tenth of the
+ * point's time budget at the measured latency. */
+static double rma_bandwidth_gbps(size_t size, int is_put, unsigned char* local,
+                                 const stats* latency) {
   size_t window_bytes = g_opt.quick ? (size_t)1 << 20 : (size_t)8 << 20;
   size_t count = window_bytes / size;
+  double affordable = (double)point_budget_ns() / 10 / (latency->p50_ns > 1 ? latency->p50_ns : 1);
+  if ((double)count > affordable) count = (size_t)affordable;
   if (count < 4) count = 4;
   if (count > 4096) count = 4096;
   double rates[3];
@@ -137,8 +153,8 @@ static void measure_rma(results* r, unsigned char* local) {
     st_fill(local, size, 1);
     r->put.latency[i] = rma_latency(size, 1, local);
     r->get.latency[i] = rma_latency(size, 0, local);
-    r->put.gbps[i] = rma_bandwidth_gbps(size, 1, local);
-    r->get.gbps[i] = rma_bandwidth_gbps(size, 0, local);
+    r->put.gbps[i] = rma_bandwidth_gbps(size, 1, local, &r->put.latency[i]);
+    r->get.gbps[i] = rma_bandwidth_gbps(size, 0, local, &r->get.latency[i]);
   }
 }
 
