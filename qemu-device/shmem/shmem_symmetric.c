@@ -87,7 +87,12 @@ uint64_t ethx_shmem_offset_of(const void* addr, size_t bytes) {
   const ethx_shmem_state* state = &ethx_shmem_g_state;
   const uintptr_t at = (uintptr_t)addr;
   const uint64_t in_heap = offset_in(&state->heap, at, bytes);
-  return in_heap != UINT64_MAX ? in_heap : offset_in(&state->data, at, bytes);
+  if (in_heap != UINT64_MAX) return in_heap;
+  const uint64_t in_data = offset_in(&state->data, at, bytes);
+  if (in_data != UINT64_MAX) return in_data;
+  /* The library's own symmetric memory: control flags, collectives' scratch. */
+  const ethx_shmem_region library = {(uintptr_t)state->hbm, ETHX_SHMEM_DATA_OFFSET, 0};
+  return offset_in(&library, at, bytes);
 }
 
 int ethx_shmem_is_symmetric(const void* addr, size_t bytes) {
