@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "shmem_core.h"
@@ -15,6 +16,7 @@ ethx_shmem_state ethx_shmem_g_state;
 /* Defaults measured with tests/shmem/shmem_bench.c (docs/shmem.md): below these a put is
  * cheaper as posted window stores, a get as window loads. */
 enum { kDefaultPutCopyMinBytes = 512, kDefaultGetCopyMinBytes = 64 };
+enum { kDefaultYieldNs = 20000 }; /* about one fabric round trip */
 
 void ethx_shmem_fatal(const char* format, ...) {
   char message[512];
@@ -142,6 +144,8 @@ void shmem_init(void) {
   }
   state->put_copy_min_bytes = env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
   state->get_copy_min_bytes = env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
+  state->yield_ns = (int64_t)env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
+  prctl(PR_SET_TIMERSLACK, 1000UL); /* waits sleep 1 us, not 1 us + the default 50 us */
   state->initialized = 1; /* from here fatal errors name the PE */
   state->thread_level = SHMEM_THREAD_SINGLE;
   open_device(state);
