@@ -27,12 +27,12 @@ constexpr const char* kOshrunUsage =
 
 po::options_description oshrun_option_descriptions(OshrunOptions& options) {
   po::options_description description("oshrun options");
-  description.add_options()("help", "show this help")(
-      "np,n", po::value(&options.pes), "number of PEs (one per GPU)")(
+  description.add_options()("help", "show this help")("np,n", po::value(&options.pes),
+                                                      "number of PEs (one per GPU)")(
       "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4),
-      "GPUs per VM when oshrun boots the VMs")(
-      "timeout-s", po::value(&options.timeout_s)->default_value(0),
-      "stop every PE after this long (0: no limit)")(
+      "GPUs per VM when oshrun boots the VMs")("timeout-s",
+                                               po::value(&options.timeout_s)->default_value(0),
+                                               "stop every PE after this long (0: no limit)")(
       "name", po::value(&options.name)->default_value("default"),
       "use this fabric if it is up with enough GPUs")(
       "transport", po::value(&options.transport)->default_value("shm"),
@@ -88,11 +88,11 @@ std::optional<BootedFabric> choose_fabric(const OshrunOptions& options) {
   const std::size_t vms = (options.pes + options.gpus_per_vm - 1) / options.gpus_per_vm;
   BootedFabric fabric{"oshrun-" + std::to_string(::getpid()), true};
   std::cerr << "oshrun: booting " << vms << " VM" << (vms == 1 ? "" : "s") << " x "
-            << options.gpus_per_vm << " GPUs for " << options.pes << " PEs (fabric '"
-            << fabric.name << "')\n";
-  const int status = run_ethx({"up", "--name", fabric.name, "--vms", std::to_string(vms),
-                               "--gpus-per-vm", std::to_string(options.gpus_per_vm),
-                               "--transport", options.transport, "--quiet"});
+            << options.gpus_per_vm << " GPUs for " << options.pes << " PEs (fabric '" << fabric.name
+            << "')\n";
+  const int status =
+      run_ethx({"up", "--name", fabric.name, "--vms", std::to_string(vms), "--gpus-per-vm",
+                std::to_string(options.gpus_per_vm), "--transport", options.transport, "--quiet"});
   if (status != 0) {
     std::cerr << "oshrun: `ethx up --name " << fabric.name << "` failed (status " << status
               << "); nothing was run\n";

@@ -26,9 +26,12 @@ static uint64_t truncate_to(uint64_t value, unsigned width) {
 
 static uint64_t apply_bitwise(enum ethx_shmem_amo_op op, uint64_t old, uint64_t operand) {
   switch (op) {
-    case ETHX_AMO_FETCH_AND: return old & operand;
-    case ETHX_AMO_FETCH_OR: return old | operand;
-    default: return old ^ operand;
+    case ETHX_AMO_FETCH_AND:
+      return old & operand;
+    case ETHX_AMO_FETCH_OR:
+      return old | operand;
+    default:
+      return old ^ operand;
   }
 }
 
@@ -56,15 +59,19 @@ uint64_t ethx_shmem_amo(enum ethx_shmem_amo_op op, void* dest, unsigned width, u
   operand = truncate_to(operand, width);
   compare = truncate_to(compare, width);
   switch (op) {
-    case ETHX_AMO_FETCH: return device_atomic(ETHX_GPU_FETCH_ADD, addr, width, 0, 0);
+    case ETHX_AMO_FETCH:
+      return device_atomic(ETHX_GPU_FETCH_ADD, addr, width, 0, 0);
     case ETHX_AMO_SET:
-    case ETHX_AMO_SWAP: return device_atomic(ETHX_GPU_SWAP, addr, width, operand, 0);
+    case ETHX_AMO_SWAP:
+      return device_atomic(ETHX_GPU_SWAP, addr, width, operand, 0);
     case ETHX_AMO_CSWAP:
       return device_atomic(ETHX_GPU_COMPARE_SWAP, addr, width, operand, compare);
-    case ETHX_AMO_FETCH_ADD: return device_atomic(ETHX_GPU_FETCH_ADD, addr, width, operand, 0);
+    case ETHX_AMO_FETCH_ADD:
+      return device_atomic(ETHX_GPU_FETCH_ADD, addr, width, operand, 0);
     case ETHX_AMO_FETCH_AND:
     case ETHX_AMO_FETCH_OR:
-    case ETHX_AMO_FETCH_XOR: return bitwise_loop(op, addr, width, operand);
+    case ETHX_AMO_FETCH_XOR:
+      return bitwise_loop(op, addr, width, operand);
   }
   ethx_shmem_fatal("shmem atomic: unknown operation %d", (int)op);
 }

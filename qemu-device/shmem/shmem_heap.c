@@ -108,12 +108,12 @@ static void* heap_address(size_t offset) {
 /* An allocation every PE makes; NULL (and one line on stderr saying why) if it does not fit. */
 static void* symmetric_allocate(const char* function, size_t bytes, size_t alignment) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
-    fprintf(stderr, "ethx-shmem: PE %d: %s: alignment %zu is not a power of two\n",
-            ethx_shmem_me(), function, alignment);
+    fprintf(stderr, "ethx-shmem: PE %d: %s: alignment %zu is not a power of two\n", ethx_shmem_me(),
+            function, alignment);
     return NULL;
   }
-  const size_t offset = allocate(bytes, alignment < kDefaultAlignment ? kDefaultAlignment
-                                                                       : alignment);
+  const size_t offset =
+      allocate(bytes, alignment < kDefaultAlignment ? kDefaultAlignment : alignment);
   if (offset == SIZE_MAX) {
     fprintf(stderr,
             "ethx-shmem: PE %d: %s(%zu bytes): the symmetric heap has %zu of %zu bytes free "

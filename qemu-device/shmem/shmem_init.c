@@ -33,9 +33,15 @@ void ethx_shmem_fatal(const char* format, ...) {
   _exit(1);
 }
 
-int ethx_shmem_initialized(void) { return ethx_shmem_g_state.initialized; }
-int ethx_shmem_me(void) { return ethx_shmem_g_state.me; }
-int ethx_shmem_npes(void) { return ethx_shmem_g_state.npes; }
+int ethx_shmem_initialized(void) {
+  return ethx_shmem_g_state.initialized;
+}
+int ethx_shmem_me(void) {
+  return ethx_shmem_g_state.me;
+}
+int ethx_shmem_npes(void) {
+  return ethx_shmem_g_state.npes;
+}
 
 void ethx_shmem_require_init(const char* function) {
   if (!ethx_shmem_g_state.initialized) {
@@ -122,11 +128,11 @@ static void lay_out_memory(ethx_shmem_state* state) {
   const uint64_t available = state->hbm_bytes > heap_offset ? state->hbm_bytes - heap_offset : 0;
   const uint64_t wanted = env_size("SHMEM_SYMMETRIC_SIZE", available);
   if (wanted > available) {
-    ethx_shmem_fatal(
-        "SHMEM_SYMMETRIC_SIZE=%" PRIu64 " bytes exceeds what the GPU's memory holds: %" PRIu64
-        " MiB HBM minus %" PRIu64 " KiB for the library and the data segment leaves %" PRIu64
-        " bytes",
-        wanted, state->hbm_bytes >> 20, heap_offset >> 10, available);
+    ethx_shmem_fatal("SHMEM_SYMMETRIC_SIZE=%" PRIu64
+                     " bytes exceeds what the GPU's memory holds: %" PRIu64
+                     " MiB HBM minus %" PRIu64
+                     " KiB for the library and the data segment leaves %" PRIu64 " bytes",
+                     wanted, state->hbm_bytes >> 20, heap_offset >> 10, available);
   }
   ethx_shmem_heap_init(heap_offset, (size_t)wanted);
 }
@@ -146,7 +152,7 @@ void shmem_init(void) {
   state->get_copy_min_bytes = env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
   state->yield_ns = (int64_t)env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
   prctl(PR_SET_TIMERSLACK, 1000UL); /* waits sleep 1 us, not 1 us + the default 50 us */
-  state->initialized = 1; /* from here fatal errors name the PE */
+  state->initialized = 1;           /* from here fatal errors name the PE */
   state->thread_level = SHMEM_THREAD_SINGLE;
   open_device(state);
   lay_out_memory(state);

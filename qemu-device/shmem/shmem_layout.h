@@ -21,9 +21,9 @@
 extern "C" {
 #endif
 
-#define ETHX_SHMEM_SET_SLOTS 64u     /* barrier flag sets (active sets hash onto them) */
-#define ETHX_SHMEM_MAX_ROUNDS 32u    /* dissemination rounds: up to 2^32 PEs */
-#define ETHX_SHMEM_MAX_SETS 256u     /* distinct active sets one PE synchronises */
+#define ETHX_SHMEM_SET_SLOTS 64u  /* barrier flag sets (active sets hash onto them) */
+#define ETHX_SHMEM_MAX_ROUNDS 32u /* dissemination rounds: up to 2^32 PEs */
+#define ETHX_SHMEM_MAX_SETS 256u  /* distinct active sets one PE synchronises */
 #define ETHX_SHMEM_CONTROL_BYTES (64u << 10)
 #define ETHX_SHMEM_GLOBAL_EXIT_OFFSET \
   (ETHX_SHMEM_SET_SLOTS * ETHX_SHMEM_MAX_ROUNDS * sizeof(uint64_t))
@@ -47,14 +47,14 @@ typedef struct ethx_shmem_state {
   int me;
   int npes;
   int thread_level;
-  uint32_t job;             /* tags flag values: stale ones of an earlier run never match */
+  uint32_t job; /* tags flag values: stale ones of an earlier run never match */
   ethx_dev* dev;
-  uint8_t* hbm;             /* this GPU's memory, mapped */
+  uint8_t* hbm; /* this GPU's memory, mapped */
   uint64_t hbm_bytes;
   volatile uint8_t* window; /* the remote window */
   uint64_t aperture_bytes;
-  ethx_shmem_region data;   /* the program's data segment, moved into HBM */
-  ethx_shmem_region heap;   /* the symmetric heap */
+  ethx_shmem_region data; /* the program's data segment, moved into HBM */
+  ethx_shmem_region heap; /* the symmetric heap */
   /* Barriers each active set has completed, by set (ETHX_SHMEM_MAX_SETS at most). */
   struct {
     int start, stride, size;

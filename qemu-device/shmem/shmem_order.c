@@ -70,7 +70,9 @@ void ethx_shmem_quiet_all(void) {
 
 /* Stores to one PE already arrive in order (go-back-N per pair, docs/reliability.md), but a
  * copy-engine put and a store are issued by different parts of the device: fence is quiet. */
-void ethx_shmem_fence_all(void) { ethx_shmem_quiet_all(); }
+void ethx_shmem_fence_all(void) {
+  ethx_shmem_quiet_all();
+}
 
 void shmem_quiet(void) {
   ethx_shmem_require_init("shmem_quiet");
@@ -196,5 +198,9 @@ void shmem_global_exit(int status) {
   exit(status);
 }
 
-void* ethx_shmem_scratch(void) { return ethx_shmem_g_state.hbm + ETHX_SHMEM_SCRATCH_OFFSET; }
-size_t ethx_shmem_scratch_bytes(void) { return ETHX_SHMEM_SCRATCH_BYTES; }
+void* ethx_shmem_scratch(void) {
+  return ethx_shmem_g_state.hbm + ETHX_SHMEM_SCRATCH_OFFSET;
+}
+size_t ethx_shmem_scratch_bytes(void) {
+  return ETHX_SHMEM_SCRATCH_BYTES;
+}

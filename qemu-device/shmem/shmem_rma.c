@@ -17,19 +17,31 @@ static unsigned access_width(uintptr_t address, size_t bytes) {
 
 static void store_one(volatile void* at, unsigned width, uint64_t value) {
   switch (width) {
-    case 8: *(volatile uint64_t*)at = value; break;
-    case 4: *(volatile uint32_t*)at = (uint32_t)value; break;
-    case 2: *(volatile uint16_t*)at = (uint16_t)value; break;
-    default: *(volatile uint8_t*)at = (uint8_t)value; break;
+    case 8:
+      *(volatile uint64_t*)at = value;
+      break;
+    case 4:
+      *(volatile uint32_t*)at = (uint32_t)value;
+      break;
+    case 2:
+      *(volatile uint16_t*)at = (uint16_t)value;
+      break;
+    default:
+      *(volatile uint8_t*)at = (uint8_t)value;
+      break;
   }
 }
 
 static uint64_t load_one(const volatile void* at, unsigned width) {
   switch (width) {
-    case 8: return *(const volatile uint64_t*)at;
-    case 4: return *(const volatile uint32_t*)at;
-    case 2: return *(const volatile uint16_t*)at;
-    default: return *(const volatile uint8_t*)at;
+    case 8:
+      return *(const volatile uint64_t*)at;
+    case 4:
+      return *(const volatile uint32_t*)at;
+    case 2:
+      return *(const volatile uint16_t*)at;
+    default:
+      return *(const volatile uint8_t*)at;
   }
 }
 
@@ -38,9 +50,8 @@ void ethx_shmem_check_device(const char* what, int status) {
   ethx_dev_fault fault = {0, 0};
   ethx_dev* dev = ethx_shmem_g_state.dev;
   const int latched = status > 0 ? ethx_dev_take_error(dev, &fault) : status;
-  ethx_shmem_fatal("%s: %s (window address 0x%" PRIx64 ")%s%s", what,
-                   ethx_dev_status_name(status), fault.fault_addr,
-                   latched < 0 || status < 0 ? ": " : "",
+  ethx_shmem_fatal("%s: %s (window address 0x%" PRIx64 ")%s%s", what, ethx_dev_status_name(status),
+                   fault.fault_addr, latched < 0 || status < 0 ? ": " : "",
                    latched < 0 || status < 0 ? ethx_dev_last_error(dev) : "");
 }
 
@@ -62,9 +73,10 @@ static uint64_t checked_load(const volatile void* at, unsigned width, const char
 static uint64_t symmetric_offset(const void* addr, size_t bytes, const char* what) {
   const uint64_t offset = ethx_shmem_offset_of(addr, bytes);
   if (offset == UINT64_MAX) {
-    ethx_shmem_fatal("%s: %p (%zu bytes) is not symmetric (neither the symmetric heap nor a "
-                     "global or static variable of the program)",
-                     what, addr, bytes);
+    ethx_shmem_fatal(
+        "%s: %p (%zu bytes) is not symmetric (neither the symmetric heap nor a "
+        "global or static variable of the program)",
+        what, addr, bytes);
   }
   return offset;
 }

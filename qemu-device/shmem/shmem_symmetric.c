@@ -59,9 +59,10 @@ ethx_shmem_region ethx_shmem_move_data_segment(uint64_t hbm_offset, uint64_t hbm
   region.base = found.start & ~(page - 1);
   region.bytes = ((found.end + page - 1) & ~(page - 1)) - region.base;
   if (hbm_offset + region.bytes > hbm_limit) {
-    ethx_shmem_fatal("the program's data segment (%zu KiB of globals) does not fit in the GPU's "
-                     "memory (%" PRIu64 " MiB)",
-                     region.bytes >> 10, hbm_limit >> 20);
+    ethx_shmem_fatal(
+        "the program's data segment (%zu KiB of globals) does not fit in the GPU's "
+        "memory (%" PRIu64 " MiB)",
+        region.bytes >> 10, hbm_limit >> 20);
   }
   ethx_shmem_state* state = &ethx_shmem_g_state;
   memcpy(state->hbm + hbm_offset, (const void*)region.base, region.bytes);

@@ -5,10 +5,14 @@
 
 static uint64_t read_ivar(const volatile void* ivar, unsigned width) {
   switch (width) {
-    case 8: return *(const volatile uint64_t*)ivar;
-    case 4: return *(const volatile uint32_t*)ivar;
-    case 2: return *(const volatile uint16_t*)ivar;
-    default: return *(const volatile uint8_t*)ivar;
+    case 8:
+      return *(const volatile uint64_t*)ivar;
+    case 4:
+      return *(const volatile uint32_t*)ivar;
+    case 2:
+      return *(const volatile uint16_t*)ivar;
+    default:
+      return *(const volatile uint8_t*)ivar;
   }
 }
 
@@ -25,13 +29,20 @@ static uint64_t as_unsigned(uint64_t value, unsigned width) {
 
 static int ordered(int cmp, int less, int equal) {
   switch (cmp) {
-    case SHMEM_CMP_EQ: return equal;
-    case SHMEM_CMP_NE: return !equal;
-    case SHMEM_CMP_GT: return !less && !equal;
-    case SHMEM_CMP_LE: return less || equal;
-    case SHMEM_CMP_LT: return less;
-    case SHMEM_CMP_GE: return !less;
-    default: ethx_shmem_fatal("wait/test: unknown comparison %d (SHMEM_CMP_EQ ... GE)", cmp);
+    case SHMEM_CMP_EQ:
+      return equal;
+    case SHMEM_CMP_NE:
+      return !equal;
+    case SHMEM_CMP_GT:
+      return !less && !equal;
+    case SHMEM_CMP_LE:
+      return less || equal;
+    case SHMEM_CMP_LT:
+      return less;
+    case SHMEM_CMP_GE:
+      return !less;
+    default:
+      ethx_shmem_fatal("wait/test: unknown comparison %d (SHMEM_CMP_EQ ... GE)", cmp);
   }
 }
 

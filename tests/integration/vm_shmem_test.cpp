@@ -26,8 +26,9 @@ class VmShmem : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = ethx::test::make_suite_run_root("ethx-vmshmem", setup_error_);
     if (root_.empty()) return;
-    const CommandResult up = run_command(kBin + "/ethx up --name shm --vms 2 --gpus-per-vm 2 "
-                                                "--transport shm --quiet 2>&1");
+    const CommandResult up = run_command(kBin +
+                                         "/ethx up --name shm --vms 2 --gpus-per-vm 2 "
+                                         "--transport shm --quiet 2>&1");
     if (up.exit_status != 0) setup_error_ = "ethx up failed: " + up.output;
   }
   static void TearDownTestSuite() {
@@ -88,11 +89,9 @@ TEST_F(VmShmem, MallocBeyondTheHeapReturnsNullAndSaysWhy) {
 }
 
 TEST_F(VmShmem, AHeapLargerThanTheGpuMemoryIsRefusedNamingTheVariable) {
-  const CommandResult result =
-      oshrun("ptr_test", 2, "--env SHMEM_SYMMETRIC_SIZE=4G");
+  const CommandResult result = oshrun("ptr_test", 2, "--env SHMEM_SYMMETRIC_SIZE=4G");
   EXPECT_NE(result.exit_status, 0) << result.output;
-  EXPECT_NE(result.output.find("SHMEM_SYMMETRIC_SIZE=4294967296 bytes exceeds"),
-            std::string::npos)
+  EXPECT_NE(result.output.find("SHMEM_SYMMETRIC_SIZE=4294967296 bytes exceeds"), std::string::npos)
       << result.output;
 }
 
@@ -118,9 +117,9 @@ TEST_F(VmShmem, BenchmarkReportsEveryFigureAndTheLoadBaseline) {
   ASSERT_FALSE(report.is_discarded()) << result.output;
   EXPECT_EQ(report.value("npes", 0), 4);
   EXPECT_EQ(report.value("mismatches", -1), 0);
-  for (const char* key : {"put_latency_ns", "get_latency_ns", "long_g_latency_ns",
-                          "window_load_latency_ns", "fetch_add_latency_ns",
-                          "barrier_all_latency_ns", "alltoall_latency_ns"}) {
+  for (const char* key :
+       {"put_latency_ns", "get_latency_ns", "long_g_latency_ns", "window_load_latency_ns",
+        "fetch_add_latency_ns", "barrier_all_latency_ns", "alltoall_latency_ns"}) {
     EXPECT_TRUE(report.contains(key)) << key << " missing: " << report.dump();
   }
   EXPECT_GT(report["long_g_latency_ns"].value("p50", 0.0), 0.0);
@@ -129,9 +128,9 @@ TEST_F(VmShmem, BenchmarkReportsEveryFigureAndTheLoadBaseline) {
 }
 
 TEST_F(VmShmem, SdkPingPongBetweenTwoVms) {
-  const CommandResult result =
-      run_command("cd " + kPrograms + " && " + kBin +
-                  "/ethx run --name shm --all-vms --per-gpu -- ./sdk_pingpong 2 50 </dev/null 2>&1");
+  const CommandResult result = run_command(
+      "cd " + kPrograms + " && " + kBin +
+      "/ethx run --name shm --all-vms --per-gpu -- ./sdk_pingpong 2 50 </dev/null 2>&1");
   EXPECT_EQ(result.exit_status, 0) << result.output;
   EXPECT_NE(result.output.find("GPU 0 <-> GPU 2: 50 round trips, every reply verified"),
             std::string::npos)

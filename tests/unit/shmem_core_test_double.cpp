@@ -418,7 +418,9 @@ void shmem_init(void) {
   sd::forward("shmem_init");
   sd::fabric().initialized = true;
 }
-void shmem_finalize(void) { sd::forward("shmem_finalize"); }
+void shmem_finalize(void) {
+  sd::forward("shmem_finalize");
+}
 int shmem_my_pe(void) {
   sd::forward("shmem_my_pe");
   return sd::t_me;
