@@ -83,6 +83,9 @@ void ethx_shmem_heap_init(uint64_t hbm_offset, size_t bytes);
 /* The barrier of SHMEM_TEAM_WORLD (shmem_init, shmem_finalize, shmem_barrier_all). */
 void ethx_shmem_world_barrier(int with_quiet);
 
+/* One load of exactly `width` (1, 2, 4, 8) bytes: window accesses keep their width. */
+uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width);
+
 /* Fatal if the device latched an error, naming `what`. */
 void ethx_shmem_check_device(const char* what, int status);
 

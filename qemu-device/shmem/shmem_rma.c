@@ -32,7 +32,7 @@ static void store_one(volatile void* at, unsigned width, uint64_t value) {
   }
 }
 
-static uint64_t load_one(const volatile void* at, unsigned width) {
+uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width) {
   switch (width) {
     case 8:
       return *(const volatile uint64_t*)at;
@@ -57,7 +57,7 @@ void ethx_shmem_check_device(const char* what, int status) {
 
 /* A failed load reads all-ones: only then is ERROR worth a register read. */
 static uint64_t checked_load(const volatile void* at, unsigned width, const char* what) {
-  const uint64_t value = load_one(at, width);
+  const uint64_t value = ethx_shmem_load_one(at, width);
   const uint64_t all_ones = width == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * width)) - 1;
   if (value == all_ones) {
     ethx_dev_fault fault = {0, 0};
