@@ -98,7 +98,7 @@ typedef struct ethx_shmem_waiter {
   unsigned rounds;
   int64_t yield_until_ns; /* set when the spinning ends */
 } ethx_shmem_waiter;
-/* One step of an adaptive wait: spin, then sched_yield for ETHX_SHMEM_YIELD_NS (20 us), then
+/* One step of an adaptive wait: spin, then sched_yield for ETHX_SHMEM_YIELD_NS (1 ms), then
  * sleep. Initialise with {0}. */
 void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter);
 

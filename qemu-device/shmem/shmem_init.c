@@ -16,7 +16,7 @@ ethx_shmem_state ethx_shmem_g_state;
 /* Defaults measured with tests/shmem/shmem_bench.c (docs/shmem.md): below these a put is
  * cheaper as posted window stores, a get as window loads. */
 enum { kDefaultPutCopyMinBytes = 512, kDefaultGetCopyMinBytes = 64 };
-enum { kDefaultYieldNs = 20000 }; /* about one fabric round trip */
+enum { kDefaultYieldNs = 1000000 }; /* docs/shmem.md "Waiting" */
 
 void ethx_shmem_fatal(const char* format, ...) {
   char message[512];
