@@ -8,14 +8,22 @@
 namespace ethx::sim {
 namespace {
 
+// Spare frame buffers kept for the engines (Effects::spare). As many as the frames in flight
+// can swing by (at 1024 GPUs, hundreds of thousands): a buffer freed when the pool is full is
+// allocated again a moment later. Keeping it costs nothing extra, peak memory is set by the
+// most frames ever in flight; the bound only guards against a runaway.
+constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
+
 enum EventKind : std::uint32_t {
-  kIssue,      // target GPU: hand the next decided operation to the engine
-  kTxDone,     // target link: the wire is free and a frame is waiting
-  kArrival,    // target link, arg its first in-flight frame's slot: the frame reached the switch
-  kDeliver,    // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
-  kWake,       // target GPU: the engine asked to be polled (timeouts)
-  kRelease,    // target switch: frames a delay spike held may move on
-  kLinkFault,  // target GPU, arg 1 down / 0 up: its switch port's link state changes
+  kIssue,    // target GPU: hand the next decided operation to the engine
+  kTxDone,   // target link: the wire is free and a frame is waiting
+  kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
+  // target GPU, arg the frame's slot: hand the first frame of its FIFO over
+  kDeliverResponses,  // FIFO 0: frames with only responses
+  kDeliverRequests,   // FIFO 1: frames with requests, handed over when the completer is done
+  kWake,              // target GPU: the engine asked to be polled (timeouts)
+  kRelease,           // target switch: frames a delay spike held may move on
+  kLinkFault,         // target GPU, arg 1 down / 0 up: its switch port's link state changes
 };
 
 // Request transactions in a frame, read from the headers without checking the CRC (the
@@ -52,8 +60,9 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
   for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
     gpus_.emplace_back(config.hbm_bytes);
     Gpu& state = gpus_.back();
-    state.endpoint = std::make_unique<Endpoint>(config.engine_config(static_cast<GpuId>(gpu)),
-                                                state.memory.bytes());
+    EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
+    engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
+    state.endpoint = std::make_unique<Endpoint>(std::move(engine), state.memory.bytes());
   }
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
@@ -83,6 +92,12 @@ std::uint32_t SimFabric::take_slot() {
 }
 
 void SimFabric::release_slot(std::uint32_t slot) {
+  // Free slots hold no buffer: what the frame leaves behind goes to the engines' spares.
+  wire::Frame& frame = slots_[slot];
+  if (frame.capacity() > 0 && effects_.spare.size() < kMaxSpareFrames) {
+    effects_.spare.push_back(std::move(frame));
+  }
+  frame = wire::Frame();
   free_slots_.push_back(slot);
 }
 
@@ -191,7 +206,23 @@ void SimFabric::add_liveness_report() {
 }
 
 void SimFabric::prefetch(const Event& event) const {
-  if (event.hint == nullptr) return;
+  // What a frame's event reads first: the frame's first lines (its headers), its slot, and
+  // the FIFO entry after it, which the event schedules next. All were written long ago (in
+  // modelled time, a hundred thousand events at 1024 GPUs) and are cold.
+  const Fifo<Link::InFlight>* fifo = nullptr;
+  switch (event.kind) {
+    case kArrival:
+      fifo = &links_[event.target].in_flight;
+      break;
+    case kDeliverResponses:
+    case kDeliverRequests:
+      fifo = &gpus_[event.target].delivering[event.kind - kDeliverResponses];
+      break;
+    default:
+      return;
+  }
+  __builtin_prefetch(&slots_[event.arg]);
+  if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
   const auto* data = static_cast<const char*>(event.hint);
   for (std::ptrdiff_t line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
 }
@@ -205,10 +236,11 @@ void SimFabric::dispatch(const Event& event) {
       on_tx_done(event.target);
       break;
     case kArrival:
-      on_arrival(event.target);
+      on_arrival(event.target, event.arg);
       break;
-    case kDeliver:
-      on_deliver(static_cast<GpuId>(event.target), event.arg);
+    case kDeliverResponses:
+    case kDeliverRequests:
+      on_deliver(static_cast<GpuId>(event.target), event.kind - kDeliverResponses, event.arg);
       break;
     case kWake:
       on_wake(static_cast<GpuId>(event.target));
@@ -380,12 +412,14 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
       deliver = state.completer_busy_until;
     }
     auto& waiting = state.delivering[fifo];
-    waiting.push_back(Link::InFlight{deliver, slot});
-    if (waiting.size() == 1) queue_.push(deliver, kDeliver, link.to.node, fifo, frame.data());
+    waiting.push_back(Link::InFlight{deliver, slot, frame.data()});
+    if (waiting.size() == 1) {
+      queue_.push(deliver, kDeliverResponses + fifo, link.to.node, slot, frame.data());
+    }
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
     // link's own FIFO with one event for the first keeps the event heap small.
-    link.in_flight.push_back(Link::InFlight{arrival, slot});
+    link.in_flight.push_back(Link::InFlight{arrival, slot, frame.data()});
     if (link.in_flight.size() == 1) {
       queue_.push(arrival, kArrival, link_index, slot, frame.data());
     }
@@ -398,17 +432,16 @@ void SimFabric::on_tx_done(std::uint32_t link_index) {
   if (has_frame(link)) start_tx(link_index);
 }
 
-void SimFabric::on_arrival(std::uint32_t link_index) {
+void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
   Link& link = links_[link_index];
-  const std::uint32_t slot = link.in_flight.front().slot;
-  link.in_flight.pop_front();
+  link.in_flight.pop_front();  // the frame in `slot`
   if (!link.in_flight.empty()) {
-    const std::uint32_t next = link.in_flight.front().slot;
-    queue_.push(link.in_flight.front().at, kArrival, link_index, next, slots_[next].data());
+    const Link::InFlight& next = link.in_flight.front();
+    queue_.push(next.at, kArrival, link_index, next.slot, next.data);
   }
   const LinkEnd to = link.to;  // always a switch: GPUs get kDeliver
   touched_.clear();
-  switches_[to.node]->on_frame(to.port, slots_[slot], now_ns(), touched_);
+  switches_[to.node]->on_owned_frame(to.port, slots_[slot], now_ns(), touched_);
   release_slot(slot);
   kick_touched(to.node);
   schedule_release(to.node);
@@ -436,14 +469,13 @@ void SimFabric::on_release(std::uint32_t sw) {
   schedule_release(sw);
 }
 
-void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo) {
+void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot) {
   Gpu& state = gpus_[gpu];
-  auto& waiting = state.delivering[fifo & 1];
-  const std::uint32_t slot = waiting.front().slot;
-  waiting.pop_front();
+  auto& waiting = state.delivering[fifo];
+  waiting.pop_front();  // the frame in `slot`
   if (!waiting.empty()) {
-    const std::uint32_t next = waiting.front().slot;
-    queue_.push(waiting.front().at, kDeliver, gpu, fifo, slots_[next].data());
+    const Link::InFlight& next = waiting.front();
+    queue_.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data);
   }
   ++report_.frames_delivered;
   effects_.clear();

@@ -19,7 +19,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -31,6 +30,7 @@
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
+#include "packet-engine/fifo.hpp"
 #include "switch/core/switch_core.hpp"
 
 namespace ethx::sim {
@@ -77,13 +77,13 @@ class SimFabric {
     explicit Gpu(std::size_t memory_bytes) : memory(memory_bytes) {}
     SparseMemory memory;
     std::unique_ptr<Endpoint> endpoint;
-    std::deque<PendingIssue> issuing;  // decided, not yet handed to the engine
-    std::size_t tags_committed = 0;    // tags the `issuing` operations will take
+    Fifo<PendingIssue> issuing;      // decided, not yet handed to the engine
+    std::size_t tags_committed = 0;  // tags the `issuing` operations will take
     TimePs issue_busy_until = 0;
     TimePs completer_busy_until = 0;
     // Frames arrived (or arriving), waiting to be handed to the endpoint: [0] only responses
     // (handed over on arrival), [1] with requests (handed over when the completer is done).
-    std::array<std::deque<Link::InFlight>, 2> delivering;
+    std::array<Fifo<Link::InFlight>, 2> delivering;
     TimePs wake_pending = UINT64_MAX;
     std::vector<OpRecord> ops;  // by OpId - 1
     // The requester's liveness transitions already seen (to time the first of each).
@@ -96,8 +96,8 @@ class SimFabric {
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
   void on_tx_done(std::uint32_t link_index);
-  void on_arrival(std::uint32_t link_index);
-  void on_deliver(GpuId gpu, std::uint32_t fifo);
+  void on_arrival(std::uint32_t link_index, std::uint32_t slot);
+  void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);
   void on_wake(GpuId gpu);
   // --link-down: GPU `gpu`'s switch port goes down (or comes back up).
   void on_link_fault(GpuId gpu, bool down);

@@ -10,9 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 
 #include "fabric/sim/sim_event_queue.hpp"
+#include "packet-engine/fifo.hpp"
 
 namespace ethx::sim {
 
@@ -41,8 +41,9 @@ struct Link {
   struct InFlight {
     TimePs at;
     std::uint32_t slot;
+    const std::byte* data;  // the frame's bytes: the next event's prefetch hint
   };
-  std::deque<InFlight> in_flight;
+  Fifo<InFlight> in_flight;
   TimePs free_at = 0;         // the wire is busy with a frame until then
   bool kick_pending = false;  // a kTxDone event will start the next waiting frame
   std::uint64_t frames_sent = 0;
