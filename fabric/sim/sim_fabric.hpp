@@ -93,6 +93,7 @@ class SimFabric {
 
   void dispatch(const Event& event);
   void prefetch(const Event& event) const;
+  void prefetch_gpu(std::uint32_t gpu) const;
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
   void on_tx_done(std::uint32_t link_index);
@@ -136,6 +137,7 @@ class SimFabric {
   std::vector<wire::Frame> slots_;  // frames in flight on links or in the completer
   std::vector<std::uint32_t> free_slots_;
   EventQueue queue_;
+  SerializationTable serialization_;
   TimePs now_ = 0;
   TimePs issue_ps_, completer_ps_;
   Workload* workload_ = nullptr;

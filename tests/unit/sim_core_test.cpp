@@ -92,6 +92,15 @@ TEST(SimLink, SerializesA1500ByteFrameAt100GbpsWithEthernetFraming) {
   EXPECT_EQ(serialization_ps(1792, 800.0), (1792u + 24u) * 8u * 1000u / 800u);
 }
 
+TEST(SimLink, TheSerializationTableRemembersExactlyWhatTheFormulaGives) {
+  SerializationTable table(333.3);  // a rate whose times need rounding
+  for (std::size_t bytes : {9000u, 1u, 60u, 61u, 1792u, 1u, 9000u, 1500u}) {
+    EXPECT_EQ(table(bytes, 333.3), serialization_ps(bytes, 333.3)) << bytes;
+  }
+  EXPECT_EQ(table(1500, 100.0), 121'920u);  // another rate: computed, not looked up
+  EXPECT_EQ(table(1500, 333.3), serialization_ps(1500, 333.3));
+}
+
 TEST(SimConfig, SimTableHasDefaultsOverridesAndRejectsUnknownKeys) {
   const TopologyConfig defaults = load_topology("");
   EXPECT_EQ(defaults.sim_issue_ns, 20u);
@@ -102,6 +111,10 @@ TEST(SimConfig, SimTableHasDefaultsOverridesAndRejectsUnknownKeys) {
   EXPECT_EQ(custom.sim_issue_ns, 7u);
   EXPECT_EQ(custom.sim_completer_ns, 0u);
   EXPECT_EQ(custom.sim_nic_latency_ns, 99u);
+  EXPECT_FALSE(defaults.sim_crc);
+  EXPECT_FALSE(custom.sim_crc);
+  EXPECT_TRUE(parse_topology("[sim]\ncrc = true\n", "t.toml").sim_crc);
+  EXPECT_THROW(parse_topology("[sim]\ncrc = 1\n", "t.toml"), ConfigError);
   try {
     parse_topology("[sim]\nissue_nss = 7\n", "t.toml");
     FAIL() << "unknown key accepted";
