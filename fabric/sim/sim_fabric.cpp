@@ -206,15 +206,6 @@ void SimFabric::add_liveness_report() {
   }
 }
 
-void SimFabric::prefetch_gpu(std::uint32_t gpu) const {
-  // The engine's own state: every call reads its requester, framer and links, cold after the
-  // thousand other GPUs that ran since this one.
-  const auto* engine = reinterpret_cast<const char*>(gpus_[gpu].endpoint.get());
-  for (std::size_t offset = 0; offset < sizeof(Endpoint); offset += 64) {
-    __builtin_prefetch(engine + offset);
-  }
-}
-
 void SimFabric::prefetch(const Event& event) const {
   // What a frame's event reads first: the frame's first lines (its headers), its slot, and
   // the FIFO entry after it, which the event schedules next. All were written long ago (in
@@ -228,14 +219,9 @@ void SimFabric::prefetch(const Event& event) const {
     case kDeliverRequests:
       fifo = &gpus_[event.target].delivering[event.kind - kDeliverResponses];
       break;
-    case kIssue:
-    case kWake:
-      prefetch_gpu(event.target);
-      return;
     default:
       return;
   }
-  if (event.kind != kArrival) prefetch_gpu(event.target);
   __builtin_prefetch(&slots_[event.arg]);
   if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
   const auto* data = static_cast<const char*>(event.hint);

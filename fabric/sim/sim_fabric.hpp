@@ -93,7 +93,6 @@ class SimFabric {
 
   void dispatch(const Event& event);
   void prefetch(const Event& event) const;
-  void prefetch_gpu(std::uint32_t gpu) const;
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
   void on_tx_done(std::uint32_t link_index);
