@@ -14,6 +14,9 @@ namespace {
 // most frames ever in flight; the bound only guards against a runaway.
 constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
 
+// Cache lines of a frame of the default size limit (wire::kDefaultFrameBytesMax).
+constexpr std::ptrdiff_t kFrameLines = (wire::kDefaultFrameBytesMax + 63) / 64;
+
 enum EventKind : std::uint32_t {
   kIssue,    // target GPU: hand the next decided operation to the engine
   kTxDone,   // target link: the wire is free and a frame is waiting
@@ -224,8 +227,11 @@ void SimFabric::prefetch(const Event& event) const {
   }
   __builtin_prefetch(&slots_[event.arg]);
   if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
+  // A frame with requests is read whole when it is delivered (a write's payload is copied
+  // into memory), the others only up to their transaction headers.
+  const std::ptrdiff_t lines = event.kind == kDeliverRequests ? kFrameLines : 4;
   const auto* data = static_cast<const char*>(event.hint);
-  for (std::ptrdiff_t line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
+  for (std::ptrdiff_t line = 0; line < lines; ++line) __builtin_prefetch(data + 64 * line);
 }
 
 void SimFabric::dispatch(const Event& event) {
