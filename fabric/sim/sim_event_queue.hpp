@@ -23,22 +23,26 @@ inline constexpr TimePs kPsPerNs = 1000;
 struct Event {
   TimePs at = 0;
   std::uint64_t seq = 0;  // insertion order, breaks ties
-  std::uint32_t kind : 8 = 0;
-  std::uint32_t target : 24 = 0;  // what the event is for (a link, a GPU), meaning set by kind
-  std::uint32_t arg = 0;          // payload (a frame slot), meaning set by kind
+  std::uint32_t kind : 5 = 0;
+  std::uint32_t hint_lines : 5 = 0;  // 64-byte lines of `hint` worth fetching
+  std::uint32_t target : 22 = 0;     // what the event is for (a link, a GPU), meaning set by kind
+  std::uint32_t arg = 0;             // payload (a frame slot), meaning set by kind
   // Memory the event will read (a frame), only to prefetch it while the event before it
   // runs; never dereferenced, never part of the order.
   const void* hint = nullptr;
 };
 static_assert(sizeof(Event) == 32);
-inline constexpr std::uint32_t kMaxEventTarget = (1u << 24) - 1;
+inline constexpr std::uint32_t kMaxEventKind = (1u << 5) - 1;
+inline constexpr std::uint32_t kMaxEventTarget = (1u << 22) - 1;
+inline constexpr std::uint32_t kMaxHintLines = (1u << 5) - 1;
 
 class EventQueue {
  public:
-  // Schedules an event; returns its sequence number.
-  // Precondition: kind < 256, target <= kMaxEventTarget.
+  // Schedules an event; returns its sequence number. `hint_bytes` of `hint` are worth
+  // prefetching (up to kMaxHintLines lines).
+  // Precondition: kind <= kMaxEventKind, target <= kMaxEventTarget.
   std::uint64_t push(TimePs at, std::uint32_t kind, std::uint32_t target, std::uint32_t arg = 0,
-                     const void* hint = nullptr);
+                     const void* hint = nullptr, std::size_t hint_bytes = 0);
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
   // Precondition: !empty(). The earliest event; ties by insertion order.
@@ -66,11 +70,14 @@ class EventQueue {
 };
 
 inline std::uint64_t EventQueue::push(TimePs at, std::uint32_t kind, std::uint32_t target,
-                                      std::uint32_t arg, const void* hint) {
+                                      std::uint32_t arg, const void* hint, std::size_t hint_bytes) {
   Event event;
   event.at = at;
   event.seq = next_seq_++;
-  event.kind = kind & 0xFF;
+  event.kind = kind & kMaxEventKind;
+  const std::size_t lines = (hint_bytes + 63) / 64;
+  event.hint_lines =
+      static_cast<std::uint32_t>(lines < kMaxHintLines ? lines : kMaxHintLines) & kMaxHintLines;
   event.target = target & kMaxEventTarget;
   event.arg = arg;
   event.hint = hint;

@@ -14,8 +14,9 @@ namespace {
 // most frames ever in flight; the bound only guards against a runaway.
 constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
 
-// Cache lines of a frame of the default size limit (wire::kDefaultFrameBytesMax).
-constexpr std::ptrdiff_t kFrameLines = (wire::kDefaultFrameBytesMax + 63) / 64;
+// What a switch or a response's receiver reads of a frame: its headers and the first
+// transaction headers.
+constexpr std::size_t kHeaderHintBytes = 256;
 
 enum EventKind : std::uint32_t {
   kIssue,    // target GPU: hand the next decided operation to the engine
@@ -227,11 +228,10 @@ void SimFabric::prefetch(const Event& event) const {
   }
   __builtin_prefetch(&slots_[event.arg]);
   if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
-  // A frame with requests is read whole when it is delivered (a write's payload is copied
-  // into memory), the others only up to their transaction headers.
-  const std::ptrdiff_t lines = event.kind == kDeliverRequests ? kFrameLines : 4;
   const auto* data = static_cast<const char*>(event.hint);
-  for (std::ptrdiff_t line = 0; line < lines; ++line) __builtin_prefetch(data + 64 * line);
+  for (std::uint32_t line = 0; line < event.hint_lines; ++line) {
+    __builtin_prefetch(data + std::size_t{64} * line);
+  }
 }
 
 void SimFabric::dispatch(const Event& event) {
@@ -418,17 +418,22 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
           std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
       deliver = state.completer_busy_until;
     }
+    // A frame with requests is read whole (a write's payload is copied into memory), the
+    // others only up to their transaction headers.
+    const auto hint_bytes = static_cast<std::uint32_t>(
+        requests > 0 ? frame.size() : std::min(frame.size(), kHeaderHintBytes));
     auto& waiting = state.delivering[fifo];
-    waiting.push_back(Link::InFlight{deliver, slot, frame.data()});
+    waiting.push_back(Link::InFlight{deliver, slot, hint_bytes, frame.data()});
     if (waiting.size() == 1) {
-      queue_.push(deliver, kDeliverResponses + fifo, link.to.node, slot, frame.data());
+      queue_.push(deliver, kDeliverResponses + fifo, link.to.node, slot, frame.data(), hint_bytes);
     }
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
     // link's own FIFO with one event for the first keeps the event heap small.
-    link.in_flight.push_back(Link::InFlight{arrival, slot, frame.data()});
+    const auto hint_bytes = static_cast<std::uint32_t>(std::min(frame.size(), kHeaderHintBytes));
+    link.in_flight.push_back(Link::InFlight{arrival, slot, hint_bytes, frame.data()});
     if (link.in_flight.size() == 1) {
-      queue_.push(arrival, kArrival, link_index, slot, frame.data());
+      queue_.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
     }
   }
 }
@@ -444,7 +449,7 @@ void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
   link.in_flight.pop_front();  // the frame in `slot`
   if (!link.in_flight.empty()) {
     const Link::InFlight& next = link.in_flight.front();
-    queue_.push(next.at, kArrival, link_index, next.slot, next.data);
+    queue_.push(next.at, kArrival, link_index, next.slot, next.data, next.hint_bytes);
   }
   const LinkEnd to = link.to;  // always a switch: GPUs get kDeliver
   touched_.clear();
@@ -482,7 +487,7 @@ void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot) {
   waiting.pop_front();  // the frame in `slot`
   if (!waiting.empty()) {
     const Link::InFlight& next = waiting.front();
-    queue_.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data);
+    queue_.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data, next.hint_bytes);
   }
   ++report_.frames_delivered;
   effects_.clear();

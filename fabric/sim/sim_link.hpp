@@ -60,7 +60,8 @@ struct Link {
   struct InFlight {
     TimePs at;
     std::uint32_t slot;
-    const std::byte* data;  // the frame's bytes: the next event's prefetch hint
+    std::uint32_t hint_bytes;  // how much of the frame its event will read
+    const std::byte* data;     // the frame's bytes: the next event's prefetch hint
   };
   Fifo<InFlight> in_flight;
   TimePs free_at = 0;         // the wire is busy with a frame until then
