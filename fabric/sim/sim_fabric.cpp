@@ -57,17 +57,17 @@ std::size_t count_requests(std::span<const std::byte> frame) {
 SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
     : config_(config),
       topology_(build_topology(config, kind)),
+      memory_(config.hbm_bytes),
       links_(topology_.links),
       serialization_(config.link_rate_gbps),
       issue_ps_(config.sim_issue_ns * kPsPerNs),
       completer_ps_(config.sim_completer_ns * kPsPerNs) {
   gpus_.reserve(config.gpu_count);
   for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
-    gpus_.emplace_back(config.hbm_bytes);
-    Gpu& state = gpus_.back();
+    Gpu& state = gpus_.emplace_back();
     EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
     engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
-    state.endpoint = std::make_unique<Endpoint>(std::move(engine), state.memory.bytes());
+    state.endpoint = std::make_unique<Endpoint>(std::move(engine), memory_.bytes());
   }
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
@@ -293,9 +293,9 @@ void SimFabric::on_issue(GpuId gpu) {
   if (pending.op.read) {
     id = requester.read(pending.op.dst, pending.op.address, pending.op.bytes, now_ns(), effects_);
   } else {
-    // The data comes from the sender's own (sparse, so mostly zero) memory.
-    id = requester.write(pending.op.dst, pending.op.address,
-                         state.memory.bytes().first(pending.op.bytes), now_ns(), effects_);
+    // The data comes from the start of the (shared) memory.
+    id = requester.write(pending.op.dst, pending.op.address, memory_.bytes().first(pending.op.bytes),
+                         now_ns(), effects_);
   }
   if (state.ops.size() < id) state.ops.resize(id);
   state.ops[id - 1] = OpRecord{pending.decided_ps, pending.op.bytes};

@@ -74,8 +74,6 @@ class SimFabric {
     std::uint32_t bytes = 0;
   };
   struct Gpu {
-    explicit Gpu(std::size_t memory_bytes) : memory(memory_bytes) {}
-    SparseMemory memory;
     std::unique_ptr<Endpoint> endpoint;
     Fifo<PendingIssue> issuing;      // decided, not yet handed to the engine
     std::size_t tags_committed = 0;  // tags the `issuing` operations will take
@@ -129,6 +127,11 @@ class SimFabric {
 
   const TopologyConfig& config_;
   SimTopology topology_;
+  // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
+  // time, not contents (nothing reads a value back to decide anything), so it keeps one
+  // hbm_bytes image instead of one per GPU: the completers' copies land in memory that stays
+  // in cache (docs/simulator.md, "GPU memory").
+  SparseMemory memory_;
   std::vector<Gpu> gpus_;
   std::vector<std::unique_ptr<SwitchCore>> switches_;
   std::vector<TimeNs> release_scheduled_ns_;  // per switch: kNoRelease when none is pending

@@ -2,6 +2,7 @@
 // drops under incast, leaf-spine delivery.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -216,6 +217,32 @@ TEST(SimFabric, LeafSpineDeliversEveryMessageFor64Gpus) {
   for (GpuId gpu = 0; gpu < 64; ++gpu) {
     EXPECT_EQ(fabric.endpoint(gpu).completer().counters().writes, 63u * 3u);
   }
+}
+
+TEST(SimFabric, EveryGpuServesOneSharedMemoryImageThatTheWritesLandIn) {
+  TopologyConfig config = load_topology("");
+  config.resize(8);
+  SimFabric fabric(config, TopologyKind::kSingle);
+  const std::span<std::byte> memory = fabric.endpoint(0).completer().memory();
+  EXPECT_EQ(memory.size(), config.hbm_bytes);
+  for (GpuId gpu = 1; gpu < 8; ++gpu) {
+    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().data(), memory.data()) << gpu;
+    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().size(), memory.size()) << gpu;
+  }
+  // The senders' data comes from the start of the image: mark it, and every landing slot
+  // (GPU g's message to any peer lands at g x 4 KiB) holds the mark after the run.
+  std::fill_n(memory.begin(), 4096, std::byte{0x5A});
+  WorkloadParams params;
+  params.gpus = 8;
+  params.bytes = 4096;
+  params.max_op_bytes = fabric.max_op_bytes();
+  const auto workload = make_workload(WorkloadKind::kAllToAll, params);
+  const SimReport report = fabric.run(*workload);
+  ASSERT_EQ(report.ops_ok, 8u * 7u);
+  for (std::size_t at = 0; at < 8 * 4096; ++at) {
+    ASSERT_EQ(memory[at], std::byte{0x5A}) << at;
+  }
+  EXPECT_EQ(memory[8 * 4096], std::byte{0});
 }
 
 TEST(SimFabric, EveryWorkloadCompletesOnBothTopologies) {
