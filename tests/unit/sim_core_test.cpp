@@ -1,13 +1,19 @@
 // The simulator's building blocks: event order, link serialization, the [sim] config table,
-// the leaf-spine builder.
+// the leaf-spine builder, the heap on huge pages.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
 #include "fabric/sim/sim_link.hpp"
+#include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "packet-engine/wire.hpp"
 #include "switch/core/switch_core.hpp"
@@ -188,6 +194,53 @@ TEST(SimTopology, LeafSpineRoutesRemoteGpusUpToSpineDstModSpines) {
   const Link& leaf_up = topology.links.at(topology.egress_link[1][32 + 5]);
   EXPECT_EQ(leaf_up.to.node, 2u + 5u);
   EXPECT_EQ(leaf_up.to.port, 1u);
+}
+
+// Whether the mapping in /proc/self/smaps that holds `address` may get transparent huge pages.
+bool thp_eligible(const void* address) {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t start = 0;
+    std::uintptr_t end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> start >> dash >> end && dash == '-') {
+      inside = start <= at && at < end;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return line.find('1') != std::string::npos;
+    }
+  }
+  return false;
+}
+
+bool thp_available() {
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(enabled, modes);
+  return !modes.empty() && modes.find("[never]") == std::string::npos;
+}
+
+TEST(SimHeap, FrameSizedBlocksAllocatedAfterGrowingTheHeapMayUseHugePages) {
+  if (!thp_available()) GTEST_SKIP() << "transparent huge pages are off on this machine";
+  // In a fresh child (threadsafe: re-executed, so its heap is not this process's, fragmented
+  // by the tests before): the malloc settings are the whole process's.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* before = std::malloc(1500);
+        const bool eligible_before = thp_eligible(before);
+        const bool grown = grow_heap_with_huge_pages(std::size_t{64} << 20);
+        std::vector<void*> frames;
+        // Past the first 2 MiB boundary of the grown stretch (where madvise starts).
+        for (int i = 0; i < 4096; ++i) frames.push_back(std::malloc(1500));
+        const bool eligible_after = thp_eligible(frames.back());
+        std::fprintf(stderr, "eligible before: %d, grown: %d, eligible after: %d\n", eligible_before,
+                     grown, eligible_after);
+        std::_Exit(!eligible_before && grown && eligible_after ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
