@@ -294,8 +294,8 @@ void SimFabric::on_issue(GpuId gpu) {
     id = requester.read(pending.op.dst, pending.op.address, pending.op.bytes, now_ns(), effects_);
   } else {
     // The data comes from the start of the (shared) memory.
-    id = requester.write(pending.op.dst, pending.op.address, memory_.bytes().first(pending.op.bytes),
-                         now_ns(), effects_);
+    id = requester.write(pending.op.dst, pending.op.address,
+                         memory_.bytes().first(pending.op.bytes), now_ns(), effects_);
   }
   if (state.ops.size() < id) state.ops.resize(id);
   state.ops[id - 1] = OpRecord{pending.decided_ps, pending.op.bytes};

@@ -7,11 +7,11 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
-#include <algorithm>
 #include <system_error>
 #include <utility>
 
@@ -44,22 +44,24 @@ bool grow_heap_with_huge_pages(std::size_t bytes) {
       mallopt(M_TOP_PAD, pad) == 0) {
     return false;
   }
-  const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  auto* const before = static_cast<char*>(sbrk(0));
   // Blocks larger than any the heap has left, until it grows (volatile: a malloc and free of
   // an unused block may be left out by the compiler).
   constexpr std::size_t kMaxProbes = 64;
   void* volatile probes[kMaxProbes] = {};
   std::size_t count = 0;
-  while (count < kMaxProbes && reinterpret_cast<std::uintptr_t>(sbrk(0)) == before) {
+  while (count < kMaxProbes && sbrk(0) == before) {
     probes[count] = std::malloc(kHeapBlockMax - 4096);
     if (probes[count++] == nullptr) break;
   }
-  const auto after = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  auto* const after = static_cast<char*>(sbrk(0));
   for (std::size_t i = 0; i < count; ++i) std::free(probes[i]);
   mallopt(M_TOP_PAD, 128 * 1024);  // glibc's default again for later growth
-  const std::uintptr_t from = (before + kHugePage - 1) & ~(kHugePage - 1);
+  // madvise from the first 2 MiB boundary of the new stretch.
+  const std::uintptr_t misaligned = reinterpret_cast<std::uintptr_t>(before) % kHugePage;
+  char* const from = before + (misaligned == 0 ? 0 : kHugePage - misaligned);
   if (after <= from) return false;
-  return madvise(reinterpret_cast<void*>(from), after - from, MADV_HUGEPAGE) == 0;
+  return madvise(from, static_cast<std::size_t>(after - from), MADV_HUGEPAGE) == 0;
 #else
   (void)bytes;
   return false;
