@@ -97,6 +97,12 @@ class Requester {
   // Expires requests past their deadline and probes down peers; asks to be woken for the next
   // deadline or probe.
   void poll(TimeNs now, Effects& effects);
+  // Whether poll(now) may expire a request: a runtime hands over every frame that has already
+  // arrived first, so that an answered request is never timed out because its response was still
+  // waiting in the port (a runtime starved of the CPU for a whole request timeout).
+  bool deadline_due(TimeNs now) const {
+    return !deadlines_.empty() && deadlines_.front().at_ns <= now;
+  }
 
   bool peer_down(GpuId gpu) const {
     return gpu < peer_flags_.size() && (peer_flags_[gpu] & kPeerDown) != 0;

@@ -95,6 +95,7 @@ void NodeRuntime::drain_backlog() {
 
 void NodeRuntime::transmit() {
   const TimeNs now = monotonic_now_ns();
+  if (endpoint_.requester().deadline_due(now)) receive_arrived();
   endpoint_.poll(now, effects_);
   roce_.poll_if_due(now);
   Effects& roce_effects = roce_.effects();
@@ -114,6 +115,15 @@ void NodeRuntime::transmit() {
   effects_.send.clear();
   if (sent) port_.kick();
   drain_backlog();
+}
+
+// Everything in the port now, within bounds: a port keeps at most a ring's worth of frames, and
+// a peer that keeps sending must not hold this loop forever.
+void NodeRuntime::receive_arrived() {
+  constexpr std::size_t kMaxBatches = 8;
+  for (std::size_t batch = 0; batch < kMaxBatches && port_.has_input(); ++batch) {
+    if (port_.receive(kReceiveBatch, *this) == 0) break;
+  }
 }
 
 void NodeRuntime::pump(std::int64_t idle_wait_ns, const std::function<bool()>& also_ready) {

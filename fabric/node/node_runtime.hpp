@@ -71,7 +71,9 @@ class NodeRuntime final : private FrameSink {
   // False if it stopped shrinking for a whole request timeout (a peer that never grants
   // credit): the caller counts an error instead of waiting forever.
   bool wait_for_backlog_below(std::size_t frames);
-  // Sends transactions issued since the last call (the engine batches until then).
+  // Sends transactions issued since the last call (the engine batches until then). Runs the
+  // engine's timers first; before a request may time out, takes every frame that already
+  // arrived (its response may be among them).
   void transmit();
 
   // Bare echo for baselines: the same path as a remote load with no engine logic.
@@ -83,6 +85,7 @@ class NodeRuntime final : private FrameSink {
   void on_frame(std::span<const std::byte> frame) override;
   void handle_echo(std::span<const std::byte> frame, const MacAddr& dst, const MacAddr& src);
   void drain_backlog();
+  void receive_arrived();
 
   const TopologyConfig& topology_;
   GpuId self_;

@@ -187,3 +187,39 @@ TEST_F(ShmFabricTest, ACrashedNodeTurnsRequestsToItIntoErrorsAndDoesNotWedgeTheO
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+// A runtime that could not run for longer than the request timeout (a loaded machine: other
+// processes had the CPU) finds the response to its read already in its port. The read was
+// answered in time; the engine's timer must not call it lost. It looks into the port before
+// it expires anything.
+TEST_F(ShmFabricTest, AResponseWaitingInThePortIsNotTimedOutByARuntimeThatWasStarved) {
+  NodeRuntime& node = gpu0();
+  Requester& requester = node.endpoint().requester();
+  const std::uint64_t address = 0x1000;
+  std::uint64_t expected = 0;
+  std::memcpy(&expected, nodes_[1].memory.data() + address, sizeof expected);
+  const OpId id = requester.read(1, address, 8, monotonic_now_ns(), node.effects());
+  node.transmit();
+  // GPU 1 answers; the response lands in GPU 0's port, which nobody reads yet.
+  while (!nodes_[0].port->has_input()) std::this_thread::yield();
+  // GPU 0's runtime is "starved" past the read's deadline (the fabric's 200 ms timeout).
+  std::this_thread::sleep_for(std::chrono::nanoseconds(topology_.request_timeout_ns) +
+                              std::chrono::milliseconds(20));
+  node.transmit();  // the engine's timers run first thing when its owner is back (GpuDevice)
+  const std::optional<Completion> completion = requester.take_completion();
+  ASSERT_TRUE(completion.has_value());
+  EXPECT_EQ(completion->id, id);
+  EXPECT_EQ(completion->status, wire::Status::kOk);
+  std::uint64_t value = 0;
+  ASSERT_EQ(completion->data.size(), sizeof value);
+  std::memcpy(&value, completion->data.data(), sizeof value);
+  EXPECT_EQ(value, expected);
+  EXPECT_EQ(requester.counters().timeouts, 0u);
+  EXPECT_EQ(requester.counters().stale_responses, 0u);
+}
+
+}  // namespace
+}  // namespace ethx
