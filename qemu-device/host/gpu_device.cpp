@@ -140,7 +140,12 @@ struct GpuDevice::Impl {
   // Until when the service thread sleeps (ns, monotonic): a driving vCPU that leaves an earlier
   // timer behind wakes it.
   std::atomic<TimeNs> service_wake_ns{0};
-  std::atomic<TimeNs> last_drive_end_ns{0};  // when a vCPU last handed the engine back
+  // When a vCPU last handed the engine back with nothing left to do; 0 when it left work
+  // behind (it gave up driving: the service thread must watch the port for it, not nap).
+  std::atomic<TimeNs> last_drive_end_ns{0};
+  // Set by a caller that hands back work: ends the service thread's nap (interrupt() alone
+  // only rings the doorbell; a nap goes back to sleep unless its condition holds).
+  std::atomic<bool> service_kicked{false};
 
   std::mutex mutex;
   std::condition_variable space;
@@ -338,7 +343,8 @@ void GpuDevice::hand_back(std::unique_lock<std::mutex>& engine) {
   const std::optional<TimeNs> wake_ns = node.next_wake_ns();
   const bool work_left = !impl_->pending.empty() || !impl_->in_flight.empty() ||
                          impl_->copy.has_value() || node.backlog_frames() > 0;
-  impl_->last_drive_end_ns.store(monotonic_now_ns());
+  impl_->last_drive_end_ns.store(work_left ? 0 : monotonic_now_ns());
+  if (work_left) impl_->service_kicked.store(true);
   engine.unlock();
   if (work_left || (wake_ns && *wake_ns < impl_->service_wake_ns.load())) impl_->port->interrupt();
 }
@@ -679,6 +685,8 @@ void GpuDevice::advance_copy() {
     impl_->copy.reset();
     impl_->copy_busy.store(false);
     if (finished.result.status != DeviceStatus::kOk) ++impl_->errors;
+    // CNT_TIMEOUTS counts a copy that timed out as it counts a load that did.
+    if (finished.result.status == DeviceStatus::kTimeout) ++impl_->timeouts;
     if (finished.done) finished.done(finished.result);
   }
 }
@@ -745,8 +753,10 @@ void GpuDevice::dispatch_completions() {
     } else {
       CopyJob& job = *impl_->copy;
       --job.flushes_left;
+      // A failed flush names the GPU that did not answer, as flush_all's does.
       if (status != DeviceStatus::kOk && job.result.status == DeviceStatus::kOk) {
         job.result.status = status;
+        job.result.fault_addr = std::uint64_t{completion->dst_gpu} * topology_.aperture_bytes;
       }
     }
   }
@@ -801,11 +811,14 @@ void GpuDevice::serve() {
     return port.has_input() || requester.has_completion() ||
            (node.backlog_frames() > 0 && port.can_send());
   };
-  const auto interrupted = [&] { return impl_->stop.load() || impl_->has_incoming.load(); };
+  const auto interrupted = [&] {
+    return impl_->stop.load() || impl_->has_incoming.load() || impl_->service_kicked.load();
+  };
   // Never blocks on the engine lock either: a vCPU handing the engine back would have to wake
   // this thread (a system call and a cross-core wake-up on the load's path).
   std::unique_lock engine(impl_->engine, std::defer_lock);
   while (!impl_->stop.load()) {
+    impl_->service_kicked.store(false);  // whatever a kick asked for, this round looks at
     if (!engine.try_lock()) {
       port.nap(kServiceNapNs, interrupted);
       continue;
@@ -819,7 +832,8 @@ void GpuDevice::serve() {
           std::clamp<std::int64_t>(static_cast<std::int64_t>(*wake_ns - now_ns), 0, kIdleWaitNs);
     }
     // A running copy is the service thread's own work (its responses wake nobody else when the
-    // guest waits for the MSI instead of polling): watch the port for it, never nap blind.
+    // guest waits for the MSI instead of polling): watch the port for it, never nap blind. So is
+    // work a vCPU handed back unfinished (last_drive_end_ns 0): it sleeps until it is done.
     const bool vcpus_active =
         static_cast<std::int64_t>(now_ns - impl_->last_drive_end_ns.load()) < kVcpuActiveNs &&
         !impl_->copy.has_value();

@@ -267,6 +267,17 @@ TEST_F(GpuDeviceTest, CopyEngineMovesAMebibyteBetweenOtherGpusAndReportsErrors) 
   EXPECT_EQ(error.status, DeviceStatus::kTimeout);
   EXPECT_GE(error.fault_addr, window(3, 0));
   EXPECT_LT(error.fault_addr, window(3, 64 << 10));
+  EXPECT_EQ(devices_[0]->counters().timeouts, 1u) << "a copy's timeout is a timeout (CNT_TIMEOUTS)";
+
+  // Out of its own memory to that GPU: the data leaves as posted writes, and the flush that
+  // makes them visible is what fails (unreachable: the timeouts above marked GPU 3 down); it
+  // names that GPU, as flush_all does.
+  std::promise<DeviceResult> unflushed;
+  ASSERT_TRUE(devices_[0]->start_copy(window(0, 0x10000), window(3, 0x10000), 4096,
+                                      [&](const DeviceResult& r) { unflushed.set_value(r); }));
+  const DeviceResult flush_error = unflushed.get_future().get();
+  EXPECT_EQ(flush_error.status, DeviceStatus::kUnreachable) << to_string(flush_error.status);
+  EXPECT_EQ(flush_error.fault_addr, window(3, 0));
 }
 
 // A guest that polls COPY_STATUS drives its copy (drive_copy, with QEMU's big lock dropped):
