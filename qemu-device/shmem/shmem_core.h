@@ -97,9 +97,11 @@ int ethx_shmem_test(const volatile void* ivar, unsigned width, int is_signed, in
 typedef struct ethx_shmem_waiter {
   unsigned rounds;
   int64_t yield_until_ns; /* set when the spinning ends */
+  long sleep_ns;          /* the next sleep; 0: the first (1 us) */
 } ethx_shmem_waiter;
 /* One step of an adaptive wait: spin, then sched_yield for ETHX_SHMEM_YIELD_NS (1 ms), then
- * sleep. Initialise with {0}. */
+ * sleep, each sleep twice as long as the one before, up to ETHX_SHMEM_MAX_SLEEP_NS. Initialise
+ * with {0}. */
 void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter);
 
 #ifdef __cplusplus

@@ -17,6 +17,7 @@ ethx_shmem_state ethx_shmem_g_state;
  * cheaper as posted window stores, a get as window loads. */
 enum { kDefaultPutCopyMinBytes = 512, kDefaultGetCopyMinBytes = 64 };
 enum { kDefaultYieldNs = 1000000 }; /* docs/shmem.md "Waiting" */
+enum { kDefaultMaxSleepNs = 1000000 };
 
 void ethx_shmem_fatal(const char* format, ...) {
   char message[512];
@@ -151,6 +152,9 @@ void shmem_init(void) {
   state->put_copy_min_bytes = env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
   state->get_copy_min_bytes = env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
   state->yield_ns = (int64_t)env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
+  state->max_sleep_ns = (long)env_size("ETHX_SHMEM_MAX_SLEEP_NS", kDefaultMaxSleepNs);
+  if (state->max_sleep_ns < 1000) state->max_sleep_ns = 1000;
+  if (state->max_sleep_ns > 999999999) state->max_sleep_ns = 999999999; /* a timespec's tv_nsec */
   prctl(PR_SET_TIMERSLACK, 1000UL); /* waits sleep 1 us, not 1 us + the default 50 us */
   state->initialized = 1;           /* from here fatal errors name the PE */
   state->thread_level = SHMEM_THREAD_SINGLE;

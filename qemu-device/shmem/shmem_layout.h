@@ -64,6 +64,7 @@ typedef struct ethx_shmem_state {
   size_t put_copy_min_bytes; /* puts this long or longer use the copy engine */
   size_t get_copy_min_bytes; /* gets likewise */
   int64_t yield_ns;          /* how long a wait yields before it sleeps */
+  long max_sleep_ns;         /* the longest single sleep of a wait (they double up to it) */
 } ethx_shmem_state;
 
 extern ethx_shmem_state ethx_shmem_g_state;

@@ -60,8 +60,12 @@ void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter) {
     sched_yield();
     return;
   }
-  const struct timespec pause = {0, 1000};
+  if (waiter->sleep_ns == 0) waiter->sleep_ns = 1000;
+  const struct timespec pause = {0, waiter->sleep_ns};
   nanosleep(&pause, NULL);
+  waiter->sleep_ns = waiter->sleep_ns * 2 > ethx_shmem_g_state.max_sleep_ns
+                         ? ethx_shmem_g_state.max_sleep_ns
+                         : waiter->sleep_ns * 2;
 }
 
 void ethx_shmem_quiet_all(void) {
