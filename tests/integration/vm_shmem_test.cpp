@@ -26,8 +26,9 @@ class VmShmem : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = ethx::test::make_suite_run_root("ethx-vmshmem", setup_error_);
     if (root_.empty()) return;
-    const CommandResult up = run_command(kBin + "/ethx up --name shm --vms 2 --gpus-per-vm 2 "
-                                                "--transport shm --quiet 2>&1");
+    const CommandResult up = run_command(kBin +
+                                         "/ethx up --name shm --vms 2 --gpus-per-vm 2 "
+                                         "--transport shm --quiet 2>&1");
     if (up.exit_status != 0) setup_error_ = "ethx up failed: " + up.output;
   }
   static void TearDownTestSuite() {
@@ -88,11 +89,9 @@ TEST_F(VmShmem, MallocBeyondTheHeapReturnsNullAndSaysWhy) {
 }
 
 TEST_F(VmShmem, AHeapLargerThanTheGpuMemoryIsRefusedNamingTheVariable) {
-  const CommandResult result =
-      oshrun("ptr_test", 2, "--env SHMEM_SYMMETRIC_SIZE=4G");
+  const CommandResult result = oshrun("ptr_test", 2, "--env SHMEM_SYMMETRIC_SIZE=4G");
   EXPECT_NE(result.exit_status, 0) << result.output;
-  EXPECT_NE(result.output.find("SHMEM_SYMMETRIC_SIZE=4294967296 bytes exceeds"),
-            std::string::npos)
+  EXPECT_NE(result.output.find("SHMEM_SYMMETRIC_SIZE=4294967296 bytes exceeds"), std::string::npos)
       << result.output;
 }
 
@@ -116,6 +115,32 @@ TEST_F(VmShmem, BenchmarkReportsEveryFigureAndTheLoadBaseline) {
   const json report = json::parse(result.output.substr(start), nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << result.output;
   EXPECT_FALSE(report.dump().empty());
+}
+
+// The rdma backend (vm_shmem_rdma_test) needs guest NICs: this fabric has none.
+TEST_F(VmShmem, RdmaOnAFabricWithoutGuestNicsSaysSo) {
+  const CommandResult result = oshrun("ptr_test", 2, "--backend rdma");
+  EXPECT_EQ(result.exit_status, 1) << result.output;
+  EXPECT_NE(result.output.find("--backend rdma needs VMs with guest NICs (Soft-RoCE, rxe0): "
+                               "fabric 'shm' was started without --guest-nics"),
+            std::string::npos)
+      << result.output;
+}
+
+// ETHX_SHMEM_BACKEND=rdma where the VMs have no RDMA device: shmem_init names the call that
+// found none and how to get one.
+TEST_F(VmShmem, RdmaWithoutAnRdmaDeviceNamesTheCallAndTheRemedy) {
+  const CommandResult result = run_command(
+      "cd " + kPrograms + " && " + kBin +
+      "/ethx run --name shm --vm 0 --per-gpu --env ETHX_SHMEM_BACKEND=rdma --env "
+      "ETHX_SHMEM_NPES=2 --env ETHX_SHMEM_JOB=7 --env ETHX_SHMEM_OOB=127.0.0.1:20000 -- "
+      "./ptr_test </dev/null 2>&1");
+  EXPECT_NE(result.exit_status, 0) << result.output;
+  EXPECT_NE(result.output.find("ETHX_SHMEM_BACKEND=rdma: ibv_get_device_list found no RDMA "
+                               "device"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("--guest-nics"), std::string::npos) << result.output;
 }
 
 TEST_F(VmShmem, OshrunBootsVmsOfItsOwnWhenNoFabricHasEnoughGpus) {
