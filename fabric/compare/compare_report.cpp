@@ -223,7 +223,7 @@ void shmem_conclusions(const CompareInputs& inputs, std::vector<std::string>& ou
   const json* rdma = find_system(inputs, kSystemShmemRdma);
   if (ls == nullptr || rdma == nullptr) return;
   const std::string who = "load/store";
-  for (const char* op : {"get", "put", "fetch_add"}) {
+  for (const char* op : {"get", "put", "fetch-add"}) {
     std::vector<std::uint64_t> common;
     for (const json& row : (*ls)["latency_us"]) {
       const auto bytes = row.value("bytes", std::uint64_t{0});

@@ -120,13 +120,13 @@ json shmem_system_from_bench(const std::string& system, const std::string& trans
   add_latencies(out["latency_us"], report.value("get_latency_ns", json()), "get");
   add_latency(out["latency_us"], report.value("long_p_latency_ns", json()), "p");
   add_latency(out["latency_us"], report.value("long_g_latency_ns", json()), "g");
-  add_latency(out["latency_us"], report.value("fetch_add_latency_ns", json()), "fetch_add");
+  add_latency(out["latency_us"], report.value("fetch_add_latency_ns", json()), "fetch-add");
   add_bandwidths(out["bandwidth_gbps"], report.value("put_bandwidth_gbps", json()), "put");
   add_bandwidths(out["bandwidth_gbps"], report.value("get_bandwidth_gbps", json()), "get");
   const double rate = number_at(report, "fetch_add_rate_mops");
   if (rate > 0) {
     out["message_rate_mops"].push_back(
-        {{"op", "fetch_add"}, {"bytes", 8}, {"batch", 1}, {"mops", rate}});
+        {{"op", "fetch-add"}, {"bytes", 8}, {"batch", 1}, {"mops", rate}});
   }
   double alltoall = 0;  // at the largest block (the keys sort as text: compare them as numbers)
   std::uint64_t largest_block = 0;
@@ -144,14 +144,16 @@ json shmem_system_from_bench(const std::string& system, const std::string& trans
       "tests/shmem/shmem_bench" + std::string(report.value("quick", false) ? " --quick" : "") +
       ", the same binary for both backends, " + std::to_string(report.value("npes", 0)) +
       " PEs in the 2 VMs, PE 0 -> PE " + std::to_string(report.value("peer", 0)));
+  const int rounds = report.value("barrier_log2_npes", 0);
   notes.push_back("barrier_all p50 " +
-                  microseconds(number_at(report["barrier_all_latency_ns"], "p50")) + " (" +
-                  std::to_string(report.value("barrier_log2_npes", 0)) + " rounds)");
+                  microseconds(number_at(report.value("barrier_all_latency_ns", json()), "p50")) +
+                  " (" + std::to_string(rounds) + (rounds == 1 ? " round)" : " rounds)"));
   const json& window = report.value("window_load_latency_ns", json());
   notes.push_back(window.is_object()
                       ? "8 B load through shmem_ptr p50 " + microseconds(number_at(window, "p50"))
                       : std::string("shmem_ptr is NULL for the peer: no load/store path"));
   if (!error.empty()) notes.push_back("FAILED: " + error.substr(0, 400));
+  out["details"] = {{"shmem_bench", report}};
   return out;
 }
 

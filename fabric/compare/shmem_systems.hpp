@@ -34,8 +34,8 @@ nlohmann::json run_shmem_systems(const ShmemRunPlan& plan,
                                  const std::function<void(const std::string&)>& progress);
 
 // shmem_bench's JSON report (PE 0's) as a system object: latency_us "put" (putmem + quiet),
-// "get", "p" (long_p + quiet), "g" (long_g), "fetch_add"; bandwidth_gbps "put", "get";
-// message_rate_mops "fetch_add"; all_to_all_gbps (the largest block); verified when the run
+// "get", "p" (long_p + quiet), "g" (long_g), "fetch-add"; bandwidth_gbps "put", "get";
+// message_rate_mops "fetch-add"; all_to_all_gbps (the largest block); verified when the run
 // exited 0 and reported 0 mismatches. `error` non-empty: unavailable, with it as the reason.
 nlohmann::json shmem_system_from_bench(const std::string& system, const std::string& transport,
                                        const nlohmann::json& report, bool exited_ok,

@@ -306,7 +306,7 @@ TEST(CompareShmem, BenchReportBecomesASystemOfTheCompareSchema) {
   EXPECT_DOUBLE_EQ(find_latency(system, "get", 8)->p50_us, 30.0);
   EXPECT_DOUBLE_EQ(find_latency(system, "put", 65536)->p99_us, 900.0);
   EXPECT_DOUBLE_EQ(find_latency(system, "g", 8)->p50_us, 31.0);
-  EXPECT_DOUBLE_EQ(find_latency(system, "fetch_add", 8)->p50_us, 50.0);
+  EXPECT_DOUBLE_EQ(find_latency(system, "fetch-add", 8)->p50_us, 50.0);
   EXPECT_DOUBLE_EQ(*find_bandwidth(system, "put", 65536), 0.5);
   EXPECT_DOUBLE_EQ(system["all_to_all_gbps"].get<double>(), 0.3);  // the largest block
   EXPECT_DOUBLE_EQ(system["message_rate_mops"][0]["mops"].get<double>(), 0.02);
