@@ -35,12 +35,12 @@ constexpr const char* kOshrunUsage =
 
 po::options_description oshrun_option_descriptions(OshrunOptions& options) {
   po::options_description description("oshrun options");
-  description.add_options()("help", "show this help")(
-      "np,n", po::value(&options.pes), "number of PEs (one per GPU)")(
+  description.add_options()("help", "show this help")("np,n", po::value(&options.pes),
+                                                      "number of PEs (one per GPU)")(
       "gpus-per-vm", po::value(&options.gpus_per_vm)->default_value(4),
-      "GPUs per VM when oshrun boots the VMs")(
-      "timeout-s", po::value(&options.timeout_s)->default_value(0),
-      "stop every PE after this long (0: no limit)")(
+      "GPUs per VM when oshrun boots the VMs")("timeout-s",
+                                               po::value(&options.timeout_s)->default_value(0),
+                                               "stop every PE after this long (0: no limit)")(
       "name", po::value(&options.name)->default_value("default"),
       "use this fabric if it is up with enough GPUs")(
       "backend", po::value(&options.backend)->default_value("load-store"),
@@ -78,7 +78,9 @@ struct BootedFabric {
   bool booted = false;
 };
 
-bool is_rdma(const OshrunOptions& options) { return options.backend == "rdma"; }
+bool is_rdma(const OshrunOptions& options) {
+  return options.backend == "rdma";
+}
 
 // The VMs oshrun boots: shm unless told, afpacket for rdma (guest NICs need a socket transport).
 std::string boot_transport(const OshrunOptions& options) {
@@ -113,11 +115,11 @@ std::optional<BootedFabric> choose_fabric(const OshrunOptions& options) {
   const std::size_t vms = (options.pes + options.gpus_per_vm - 1) / options.gpus_per_vm;
   BootedFabric fabric{"oshrun-" + std::to_string(::getpid()), true};
   std::cerr << "oshrun: booting " << vms << " VM" << (vms == 1 ? "" : "s") << " x "
-            << options.gpus_per_vm << " GPUs for " << options.pes << " PEs (fabric '"
-            << fabric.name << "'" << (is_rdma(options) ? ", guest NICs for rdma" : "") << ")\n";
-  std::vector<std::string> up = {"up", "--name", fabric.name, "--vms", std::to_string(vms),
-                                 "--gpus-per-vm", std::to_string(options.gpus_per_vm),
-                                 "--transport", boot_transport(options), "--quiet"};
+            << options.gpus_per_vm << " GPUs for " << options.pes << " PEs (fabric '" << fabric.name
+            << "'" << (is_rdma(options) ? ", guest NICs for rdma" : "") << ")\n";
+  std::vector<std::string> up = {"up", "--name", fabric.name, "--vms", std::to_string(vms)};
+  up.insert(up.end(), {"--gpus-per-vm", std::to_string(options.gpus_per_vm), "--transport",
+                       boot_transport(options), "--quiet"});
   if (is_rdma(options)) up.emplace_back("--guest-nics");
   const int status = run_ethx(up);
   if (status != 0) {
