@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <random>
@@ -53,8 +54,8 @@ po::options_description oshrun_option_descriptions(OshrunOptions& options) {
 
 // Open MPI and others spell it `-np 4`; boost wants `--np 4`.
 std::vector<std::string> normalise(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (const std::string& arg : args) out.push_back(arg == "-np" ? "--np" : arg);
+  std::vector<std::string> out = args;
+  std::replace(out.begin(), out.end(), std::string("-np"), std::string("--np"));
   return out;
 }
 

@@ -284,7 +284,14 @@ class RunLoop {
   std::int64_t deadline_ms_ = -1;
   bool stdin_open_ = true;
   std::optional<std::uint32_t> first_failure_;
-  enum class Cause { kNone, kTimeout, kInterrupted, kWatcher, kLost, kFailed } cause_ = Cause::kNone;
+  enum class Cause {
+    kNone,
+    kTimeout,
+    kInterrupted,
+    kWatcher,
+    kLost,
+    kFailed
+  } cause_ = Cause::kNone;
   std::vector<std::string> stopped_;  // the copies still running when the stop began
   std::string lost_;                  // a copy whose connection closed: why
   std::string failed_;                // stop_on_failure: the copy that failed, how
@@ -403,7 +410,8 @@ int RunLoop::report() const {
   const std::string what = stopped.empty() ? "" : "; stopped what was still running: " + stopped;
   switch (cause_) {
     case Cause::kTimeout:
-      std::cerr << options_.label << ": --timeout-s " << options_.timeout_s << " reached" << what << "\n";
+      std::cerr << options_.label << ": --timeout-s " << options_.timeout_s << " reached" << what
+                << "\n";
       return 124;
     case Cause::kInterrupted:
       std::cerr << options_.label << ": interrupted" << what << "\n";
@@ -413,7 +421,8 @@ int RunLoop::report() const {
       return 1;
     case Cause::kLost:
       // The watcher names the VM's QEMU and how it ended, if it has seen that already.
-      std::cerr << options_.label << ": " << (stop_reason().empty() ? lost_ : stop_reason()) << what << "\n";
+      std::cerr << options_.label << ": " << (stop_reason().empty() ? lost_ : stop_reason()) << what
+                << "\n";
       return 1;
     case Cause::kFailed:
       std::cerr << options_.label << ": " << failed_ << what << "\n";

@@ -22,9 +22,9 @@ struct RunOptions {
   std::vector<std::string> argv;  // PROGRAM ARGS...
   bool help = false;
   // For launchers built on it (`ethx oshrun`), not options of `ethx run`:
-  std::size_t max_copies = 0;    // run only the first N copies (0: all)
-  bool stop_on_failure = false;  // a copy that fails stops the others, named
-  bool name_by_gpu = false;      // copies named "pe G" (G its GPU) instead of "vm K gpu G"
+  std::size_t max_copies = 0;      // run only the first N copies (0: all)
+  bool stop_on_failure = false;    // a copy that fails stops the others, named
+  bool name_by_gpu = false;        // copies named "pe G" (G its GPU) instead of "vm K gpu G"
   std::string label = "ethx run";  // what messages start with
 };
 

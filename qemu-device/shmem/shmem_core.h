@@ -96,8 +96,10 @@ int ethx_shmem_test(const volatile void* ivar, unsigned width, int is_signed, in
 
 typedef struct ethx_shmem_waiter {
   unsigned rounds;
+  int64_t yield_until_ns; /* set when the spinning ends */
 } ethx_shmem_waiter;
-/* One step of an adaptive wait: spin, then sched_yield, then nanosleep up to 100 us. */
+/* One step of an adaptive wait: spin, then sched_yield for ETHX_SHMEM_YIELD_NS (1 ms), then
+ * sleep. Initialise with {0}. */
 void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter);
 
 #ifdef __cplusplus

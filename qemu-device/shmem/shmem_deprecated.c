@@ -7,7 +7,9 @@
 
 #include "shmem_api.h"
 
-static void finalize_at_exit(void) { shmem_finalize(); }
+static void finalize_at_exit(void) {
+  shmem_finalize();
+}
 
 /* npes is ignored, as the spec says: the PEs are the ones oshrun started. Programs of the
  * start_pes era never call shmem_finalize: it runs at exit. */

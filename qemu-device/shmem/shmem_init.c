@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "shmem_core.h"
@@ -15,6 +16,7 @@ ethx_shmem_state ethx_shmem_g_state;
 /* Defaults measured with tests/shmem/shmem_bench.c (docs/shmem.md): below these a put is
  * cheaper as posted window stores, a get as window loads. */
 enum { kDefaultPutCopyMinBytes = 512, kDefaultGetCopyMinBytes = 64 };
+enum { kDefaultYieldNs = 1000000 }; /* docs/shmem.md "Waiting" */
 
 void ethx_shmem_fatal(const char* format, ...) {
   char message[512];
@@ -133,7 +135,9 @@ void shmem_init(void) {
       ethx_shmem_env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
   state->get_copy_min_bytes =
       ethx_shmem_env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
-  state->initialized = 1; /* from here fatal errors name the PE */
+  state->yield_ns = (int64_t)ethx_shmem_env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
+  prctl(PR_SET_TIMERSLACK, 1000UL); /* waits sleep 1 us, not 1 us + the default 50 us */
+  state->initialized = 1;           /* from here fatal errors name the PE */
   state->thread_level = SHMEM_THREAD_SINGLE;
   state->backend = choose_backend();
   state->backend->init(state);

@@ -67,6 +67,7 @@ typedef struct ethx_shmem_state {
   unsigned set_count;
   size_t put_copy_min_bytes; /* load-store: puts this long or longer use the copy engine */
   size_t get_copy_min_bytes; /* gets likewise */
+  int64_t yield_ns;          /* how long a wait yields before it sleeps */
 } ethx_shmem_state;
 
 extern ethx_shmem_state ethx_shmem_g_state;
@@ -81,6 +82,9 @@ void ethx_shmem_heap_init(uint64_t offset, size_t bytes);
 
 /* The barrier of SHMEM_TEAM_WORLD (shmem_init, shmem_finalize, shmem_barrier_all). */
 void ethx_shmem_world_barrier(int with_quiet);
+
+/* One load of exactly `width` (1, 2, 4, 8) bytes: window accesses keep their width. */
+uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width);
 
 #ifdef __cplusplus
 }

@@ -34,22 +34,9 @@ static void store_one(volatile void* at, unsigned width, uint64_t value) {
   }
 }
 
-static uint64_t load_one(const volatile void* at, unsigned width) {
-  switch (width) {
-    case 8:
-      return *(const volatile uint64_t*)at;
-    case 4:
-      return *(const volatile uint32_t*)at;
-    case 2:
-      return *(const volatile uint16_t*)at;
-    default:
-      return *(const volatile uint8_t*)at;
-  }
-}
-
 /* A failed load reads all-ones: only then is ERROR worth a register read. */
 static uint64_t checked_load(const volatile void* at, unsigned width, const char* what) {
-  const uint64_t value = load_one(at, width);
+  const uint64_t value = ethx_shmem_load_one(at, width);
   const uint64_t all_ones = width == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * width)) - 1;
   if (value == all_ones) {
     ethx_dev_fault fault = {0, 0};

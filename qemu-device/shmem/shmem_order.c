@@ -33,8 +33,19 @@ static void check_global_exit(void) {
   }
 }
 
+static int64_t monotonic_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Spinning first: the answer is usually one fabric round trip (tens of microseconds) away,
+ * and a guest's nanosleep costs 125-250 us under TCG (docs/shmem.md). Yielding next: other PEs
+ * of this VM share its one vCPU. Sleeping last, so a long wait leaves the host's cores to the
+ * switch and the devices; the sleep is 1 us with 1 us timer slack (shmem_init sets it), which
+ * the guest rounds up to its timer's resolution. */
 void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter) {
-  enum { kSpinRounds = 64, kYieldRounds = 256, kMaxSleepNs = 100000 };
+  enum { kSpinRounds = 64 };
   const unsigned round = waiter->rounds++;
   if (round < kSpinRounds) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -43,14 +54,13 @@ void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter) {
     return;
   }
   if ((round & 63u) == 0) check_global_exit();
-  if (round < kYieldRounds) {
-    sched_yield(); /* other PEs of this VM share its vCPU */
+  const int64_t now_ns = monotonic_ns();
+  if (round == kSpinRounds) waiter->yield_until_ns = now_ns + ethx_shmem_g_state.yield_ns;
+  if (now_ns < waiter->yield_until_ns) {
+    sched_yield();
     return;
   }
-  const unsigned steps = round - kYieldRounds;
-  long sleep_ns = 1000L << (steps < 7 ? steps : 7);
-  if (sleep_ns > kMaxSleepNs) sleep_ns = kMaxSleepNs;
-  const struct timespec pause = {0, sleep_ns};
+  const struct timespec pause = {0, 1000};
   nanosleep(&pause, NULL);
 }
 

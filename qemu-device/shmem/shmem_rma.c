@@ -5,6 +5,19 @@
 #include "shmem_core.h"
 #include "shmem_layout.h"
 
+uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width) {
+  switch (width) {
+    case 8:
+      return *(const volatile uint64_t*)at;
+    case 4:
+      return *(const volatile uint32_t*)at;
+    case 2:
+      return *(const volatile uint16_t*)at;
+    default:
+      return *(const volatile uint8_t*)at;
+  }
+}
+
 static uint64_t symmetric_offset(const void* addr, size_t bytes, const char* what) {
   const uint64_t offset = ethx_shmem_offset_of(addr, bytes);
   if (offset == UINT64_MAX) {

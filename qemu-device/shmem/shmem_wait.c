@@ -3,15 +3,6 @@
 #include "shmem_core.h"
 #include "shmem_layout.h"
 
-static uint64_t read_ivar(const volatile void* ivar, unsigned width) {
-  switch (width) {
-    case 8: return *(const volatile uint64_t*)ivar;
-    case 4: return *(const volatile uint32_t*)ivar;
-    case 2: return *(const volatile uint16_t*)ivar;
-    default: return *(const volatile uint8_t*)ivar;
-  }
-}
-
 /* The value as a signed 64-bit number (sign-extended from `width` bytes). */
 static int64_t as_signed(uint64_t value, unsigned width) {
   if (width == 8) return (int64_t)value;
@@ -25,13 +16,20 @@ static uint64_t as_unsigned(uint64_t value, unsigned width) {
 
 static int ordered(int cmp, int less, int equal) {
   switch (cmp) {
-    case SHMEM_CMP_EQ: return equal;
-    case SHMEM_CMP_NE: return !equal;
-    case SHMEM_CMP_GT: return !less && !equal;
-    case SHMEM_CMP_LE: return less || equal;
-    case SHMEM_CMP_LT: return less;
-    case SHMEM_CMP_GE: return !less;
-    default: ethx_shmem_fatal("wait/test: unknown comparison %d (SHMEM_CMP_EQ ... GE)", cmp);
+    case SHMEM_CMP_EQ:
+      return equal;
+    case SHMEM_CMP_NE:
+      return !equal;
+    case SHMEM_CMP_GT:
+      return !less && !equal;
+    case SHMEM_CMP_LE:
+      return less || equal;
+    case SHMEM_CMP_LT:
+      return less;
+    case SHMEM_CMP_GE:
+      return !less;
+    default:
+      ethx_shmem_fatal("wait/test: unknown comparison %d (SHMEM_CMP_EQ ... GE)", cmp);
   }
 }
 
@@ -48,7 +46,7 @@ int ethx_shmem_compare(int cmp, uint64_t have, uint64_t want, unsigned width, in
 
 int ethx_shmem_test(const volatile void* ivar, unsigned width, int is_signed, int cmp,
                     uint64_t value) {
-  return ethx_shmem_compare(cmp, read_ivar(ivar, width), value, width, is_signed);
+  return ethx_shmem_compare(cmp, ethx_shmem_load_one(ivar, width), value, width, is_signed);
 }
 
 void ethx_shmem_wait_until(const volatile void* ivar, unsigned width, int is_signed, int cmp,

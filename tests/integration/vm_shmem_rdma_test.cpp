@@ -37,31 +37,42 @@ std::string missing_prerequisite() {
   return {};
 }
 
-class ShmemRdma : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+// One fabric for every test of the binary (both test suites): booted once, removed at the end.
+class RdmaFabric : public ::testing::Environment {
+ public:
+  void SetUp() override {
     if (::geteuid() != 0) return;
-    name_ = "shrd-t" + std::to_string(::getpid() % 100000);
+    name = "shrd-t" + std::to_string(::getpid() % 100000);
     const test::ProcessResult up = test::run_with_deadline(
-        {kBin + "/ethx", "up", "--name", name_, "--vms", "2", "--gpus-per-vm", "2", "--guest-nics",
+        {kBin + "/ethx", "up", "--name", name, "--vms", "2", "--gpus-per-vm", "2", "--guest-nics",
          "--transport", "afpacket", "--quiet"},
         std::chrono::seconds(240));
-    up_output_ = up.output;
-    up_ = up.exit_status == 0;
+    up_output = up.output;
+    is_up = up.exit_status == 0;
   }
 
-  static void TearDownTestSuite() {
-    if (name_.empty()) return;
+  void TearDown() override {
+    if (name.empty()) return;
     const test::ProcessResult down = test::run_with_deadline(
-        {kBin + "/ethx", "down", "--name", name_, "--quiet"}, std::chrono::seconds(120));
+        {kBin + "/ethx", "down", "--name", name, "--quiet"}, std::chrono::seconds(120));
     EXPECT_EQ(down.exit_status, 0) << down.output;
   }
 
+  static inline std::string name, up_output;
+  static inline bool is_up = false;
+};
+
+[[maybe_unused]] ::testing::Environment* const kFabric =
+    ::testing::AddGlobalTestEnvironment(new RdmaFabric);
+
+class ShmemRdma : public ::testing::Test {
+ protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (guest NICs: taps, AF_PACKET)";
     const std::string missing = missing_prerequisite();
     ASSERT_TRUE(missing.empty()) << missing;
-    ASSERT_TRUE(up_) << "ethx up --vms 2 --gpus-per-vm 2 --guest-nics failed:\n" << up_output_;
+    ASSERT_TRUE(RdmaFabric::is_up) << "ethx up --vms 2 --gpus-per-vm 2 --guest-nics failed:\n"
+                                   << RdmaFabric::up_output;
   }
 
   // `oshrun --backend B -np 4 ./PROGRAM ARGS` in the suite's fabric, from the programs'
@@ -69,9 +80,9 @@ class ShmemRdma : public ::testing::Test {
   static test::ProcessResult oshrun(const std::vector<std::string>& program_and_args,
                                     const std::string& backend = "rdma") {
     std::vector<std::string> argv = {"/bin/sh", "-c", ""};
-    std::string command = "cd " + kPrograms + " && exec " + kBin + "/oshrun --name " + name_ +
-                          " --timeout-s 600 --backend " + backend + " -np " + std::to_string(kPes) +
-                          " ./";
+    std::string command = "cd " + kPrograms + " && exec " + kBin + "/oshrun --name " +
+                          RdmaFabric::name + " --timeout-s 600 --backend " + backend + " -np " +
+                          std::to_string(kPes) + " ./";
     for (const std::string& word : program_and_args) command += word + " ";
     argv[2] = command + "</dev/null";
     return test::run_with_deadline(argv, std::chrono::seconds(900));
@@ -80,10 +91,10 @@ class ShmemRdma : public ::testing::Test {
   // rxe0's packets sent + received in VM `vm` (/sys/class/infiniband/.../hw_counters).
   static std::uint64_t rxe_packets(std::size_t vm) {
     const std::string counters = "/sys/class/infiniband/rxe0/ports/1/hw_counters/";
-    const test::ProcessResult read =
-        test::run_with_deadline({kBin + "/ethx", "run", "--name", name_, "--vm", std::to_string(vm),
-                                 "--", "cat", counters + "sent_pkts", counters + "rcvd_pkts"},
-                                std::chrono::seconds(120));
+    const test::ProcessResult read = test::run_with_deadline(
+        {kBin + "/ethx", "run", "--name", RdmaFabric::name, "--vm", std::to_string(vm), "--", "cat",
+         counters + "sent_pkts", counters + "rcvd_pkts"},
+        std::chrono::seconds(120));
     EXPECT_EQ(read.exit_status, 0) << read.output;
     std::uint64_t sent = 0;
     std::uint64_t received = 0;
@@ -92,9 +103,6 @@ class ShmemRdma : public ::testing::Test {
     }
     return sent + received;
   }
-
-  static inline std::string name_, up_output_;
-  static inline bool up_ = false;
 };
 
 class ShmemRdmaProgram : public ShmemRdma, public ::testing::WithParamInterface<const char*> {};

@@ -108,13 +108,35 @@ TEST_F(VmShmem, APeThatDiesStopsTheOthersAndIsNamed) {
 TEST_F(VmShmem, BenchmarkReportsEveryFigureAndTheLoadBaseline) {
   const CommandResult result = run_command("cd " + kPrograms + " && " + kBin +
                                            "/oshrun --name shm -np 4 ./shmem_bench --quick "
-                                           "</dev/null 2>/dev/null");
+                                           "--max-size 4096 </dev/null 2>/dev/null");
   ASSERT_EQ(result.exit_status, 0) << result.output;
   const std::size_t start = result.output.find('{');
   ASSERT_NE(start, std::string::npos) << result.output;
+  // PE 0 prints the report; oshrun prefixes its line with "[pe 0] ".
   const json report = json::parse(result.output.substr(start), nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << result.output;
-  EXPECT_FALSE(report.dump().empty());
+  EXPECT_EQ(report.value("npes", 0), 4);
+  EXPECT_EQ(report.value("mismatches", -1), 0);
+  for (const char* key :
+       {"put_latency_ns", "get_latency_ns", "long_g_latency_ns", "window_load_latency_ns",
+        "fetch_add_latency_ns", "barrier_all_latency_ns", "alltoall_latency_ns"}) {
+    EXPECT_TRUE(report.contains(key)) << key << " missing: " << report.dump();
+  }
+  EXPECT_GT(report["long_g_latency_ns"].value("p50", 0.0), 0.0);
+  EXPECT_GT(report["window_load_latency_ns"].value("p50", 0.0), 0.0);
+  EXPECT_EQ(report.value("barrier_log2_npes", 0), 2);
+}
+
+TEST_F(VmShmem, SdkPingPongBetweenTwoVms) {
+  const CommandResult result = run_command(
+      "cd " + kPrograms + " && " + kBin +
+      "/ethx run --name shm --all-vms --per-gpu -- ./sdk_pingpong 2 50 </dev/null 2>&1");
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_NE(result.output.find("GPU 0 <-> GPU 2: 50 round trips, every reply verified"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("GPU 2: answered 50 balls from GPU 0"), std::string::npos)
+      << result.output;
 }
 
 // The rdma backend (vm_shmem_rdma_test) needs guest NICs: this fabric has none.
@@ -150,7 +172,10 @@ TEST_F(VmShmem, OshrunBootsVmsOfItsOwnWhenNoFabricHasEnoughGpus) {
   EXPECT_EQ(result.exit_status, 0) << result.output;
   EXPECT_NE(result.output.find("booting 1 VM x 2 GPUs for 2 PEs"), std::string::npos)
       << result.output;
+  EXPECT_NE(result.output.find("PASS"), std::string::npos) << result.output;
+  // Its run directory is gone (ethx down keeps only the name's lock files).
   for (const auto& entry : std::filesystem::directory_iterator(root_)) {
+    if (!entry.is_directory()) continue;
     EXPECT_EQ(entry.path().filename().string().rfind("oshrun-", 0), std::string::npos)
         << "the job's fabric was left behind: " << entry.path();
   }

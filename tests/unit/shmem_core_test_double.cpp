@@ -402,7 +402,7 @@ int ethx_shmem_test(const volatile void* ivar, unsigned width, int is_signed, in
 
 void ethx_shmem_wait_until(const volatile void* ivar, unsigned width, int is_signed, int cmp,
                            uint64_t value) {
-  ethx_shmem_waiter waiter{0};
+  ethx_shmem_waiter waiter{};
   while (ethx_shmem_test(ivar, width, is_signed, cmp, value) == 0) {
     ethx_shmem_waiter_pause(&waiter);
   }
@@ -418,7 +418,9 @@ void shmem_init(void) {
   sd::forward("shmem_init");
   sd::fabric().initialized = true;
 }
-void shmem_finalize(void) { sd::forward("shmem_finalize"); }
+void shmem_finalize(void) {
+  sd::forward("shmem_finalize");
+}
 int shmem_my_pe(void) {
   sd::forward("shmem_my_pe");
   return sd::t_me;
