@@ -13,7 +13,7 @@ void Endpoint::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& e
   ++counters_.frames_rx;
   counters_.bytes_rx += frame.size();
   wire::FrameView view;
-  const wire::DecodeError error = wire::decode_frame(frame, view);
+  const wire::DecodeError error = wire::decode_frame(frame, view, config_.crc);
   if (error != wire::DecodeError::kOk) {
     ++counters_.malformed;
     ++counters_.malformed_by_reason[static_cast<std::size_t>(error)];

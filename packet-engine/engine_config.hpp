@@ -63,6 +63,9 @@ struct EngineConfig {
   // a fresh one per start (the engine reads no clock or random source); peers that see it
   // change reset the link state of the pair (reliable_links.hpp).
   std::uint32_t incarnation = 0;
+  // Whether this engine's frames carry a CRC and arriving ones have it checked. Only the
+  // simulator turns it off (wire::Crc); anything on a wire keeps it.
+  wire::Crc crc = wire::Crc::kOn;
 };
 
 // Tags carry a 12-bit slot index; index 0xFFF is reserved for liveness probes.

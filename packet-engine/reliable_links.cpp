@@ -18,8 +18,11 @@ std::uint8_t credit_byte(std::uint32_t window_frames) {
 }  // namespace
 
 ReliableLinks::ReliableLinks(const EngineConfig& config)
-    : config_(config), peers_(config.gpu_macs.size()), control_builder_(wire::kMinFrameBytesMax) {
-  for (Peer& peer : peers_) {
+    : config_(config),
+      rx_(config.gpu_macs.size()),
+      tx_(config.gpu_macs.size()),
+      control_builder_(wire::kMinFrameBytesMax, config.crc) {
+  for (PeerTx& peer : tx_) {
     // Until a peer says otherwise, assume it grants what we grant.
     peer.credits = credit_byte(config.reliability.window_frames);
     peer.retransmit_timeout_ns = config.reliability.retransmit_timeout_ns;
@@ -27,13 +30,13 @@ ReliableLinks::ReliableLinks(const EngineConfig& config)
 }
 
 void ReliableLinks::activate(GpuId peer) {
-  if (peers_[peer].active) return;
-  peers_[peer].active = true;
+  if (rx_[peer].active) return;
+  rx_[peer].active = true;
   active_.push_back(peer);
 }
 
 std::uint8_t ReliableLinks::take_ack_fields(GpuId dst, std::uint32_t& ack, std::uint8_t& credits) {
-  Peer& peer = peers_[dst];
+  PeerRx& peer = rx_[dst];
   ack = peer.expected_seq - 1;
   credits = credit_byte(config_.reliability.window_frames);
   // Nothing received in sequence from this peer yet: nothing to acknowledge.
@@ -44,7 +47,6 @@ std::uint8_t ReliableLinks::take_ack_fields(GpuId dst, std::uint32_t& ack, std::
 }
 
 void ReliableLinks::send(GpuId dst, wire::FrameBuilder& builder, TimeNs now, Effects& effects) {
-  Peer& peer = peers_[dst];
   if (!sequencing()) {
     std::uint32_t ack = 0;
     std::uint8_t credits = 0;
@@ -52,6 +54,7 @@ void ReliableLinks::send(GpuId dst, wire::FrameBuilder& builder, TimeNs now, Eff
     effects.send.push_back(builder.finish(flags, 0, ack, credits));
     return;
   }
+  PeerTx& peer = tx_[dst];
   if (peer.waiting.empty() && peer.unacked.size() < peer.credits) {
     // Stamped as it is finished: one CRC pass, not a second one to restamp it.
     LinkStamp stamp = next_stamp(dst);
@@ -68,15 +71,15 @@ void ReliableLinks::send(GpuId dst, wire::FrameBuilder& builder, TimeNs now, Eff
 ReliableLinks::LinkStamp ReliableLinks::next_stamp(GpuId dst) {
   LinkStamp stamp;
   stamp.flags = wire::kFlagSeq | take_ack_fields(dst, stamp.ack, stamp.credits);
-  stamp.seq = peers_[dst].next_seq++;
+  stamp.seq = tx_[dst].next_seq++;
   return stamp;
 }
 
 void ReliableLinks::record_sent(GpuId dst, std::uint32_t seq, wire::Frame frame, TimeNs now,
                                 Effects& effects) {
-  Peer& peer = peers_[dst];
+  PeerTx& peer = tx_[dst];
   if (peer.unacked.empty()) peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
-  peer.unacked.push_back(SentFrame{seq, frame, now, false});
+  peer.unacked.push_back(SentFrame{seq, effects.copy_frame(frame), now, false});
   ++frames_unacked_;
   ++counters_.frames_sequenced;
   effects.send.push_back(std::move(frame));
@@ -84,34 +87,34 @@ void ReliableLinks::record_sent(GpuId dst, std::uint32_t seq, wire::Frame frame,
 }
 
 void ReliableLinks::resend_unacked(GpuId dst, TimeNs now, Effects& effects, std::size_t count) {
-  Peer& peer = peers_[dst];
-  for (SentFrame& sent : peer.unacked) {
-    if (count-- == 0) break;
+  PeerTx& peer = tx_[dst];
+  for (std::size_t index = 0; index < peer.unacked.size() && index < count; ++index) {
+    SentFrame& sent = peer.unacked[index];
     // A resent frame carries the current ACK, not the one it left with the first time.
     std::uint32_t ack = 0;
     std::uint8_t credits = 0;
     const std::uint8_t flags = wire::kFlagSeq | take_ack_fields(dst, ack, credits);
-    wire::restamp_link_fields(sent.bytes, flags, sent.seq, ack, credits);
+    wire::restamp_link_fields(sent.bytes, flags, sent.seq, ack, credits, config_.crc);
     sent.resent = true;
-    effects.send.push_back(sent.bytes);
+    effects.send.push_back(effects.copy_frame(sent.bytes));
   }
   peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
 }
 
 void ReliableLinks::release_waiting(GpuId dst, TimeNs now, Effects& effects) {
-  Peer& peer = peers_[dst];
+  PeerTx& peer = tx_[dst];
   while (!peer.waiting.empty() && peer.unacked.size() < peer.credits) {
     wire::Frame frame = std::move(peer.waiting.front());
     peer.waiting.pop_front();
     --frames_waiting_;
     const LinkStamp stamp = next_stamp(dst);
-    wire::restamp_link_fields(frame, stamp.flags, stamp.seq, stamp.ack, stamp.credits);
+    wire::restamp_link_fields(frame, stamp.flags, stamp.seq, stamp.ack, stamp.credits, config_.crc);
     record_sent(dst, stamp.seq, std::move(frame), now, effects);
   }
 }
 
 void ReliableLinks::on_ack(GpuId src, const wire::FrameView& frame, TimeNs now, Effects& effects) {
-  Peer& peer = peers_[src];
+  PeerTx& peer = tx_[src];
   // An ACK must name a frame we sent: between one before the oldest unacknowledged frame and
   // the last one sent. Anything else comes from a confused or forged peer and changes nothing.
   const std::uint32_t last_sent = peer.next_seq - 1;
@@ -151,7 +154,7 @@ void ReliableLinks::on_ack(GpuId src, const wire::FrameView& frame, TimeNs now, 
   release_waiting(src, now, effects);
 }
 
-void ReliableLinks::sample_rtt(Peer& peer, TimeNs rtt_ns) {
+void ReliableLinks::sample_rtt(PeerTx& peer, TimeNs rtt_ns) {
   if (peer.smoothed_rtt_ns == 0) {
     peer.smoothed_rtt_ns = rtt_ns;
     peer.rtt_variation_ns = rtt_ns / 2;
@@ -167,7 +170,7 @@ void ReliableLinks::sample_rtt(Peer& peer, TimeNs rtt_ns) {
 }
 
 void ReliableLinks::owe_ack(GpuId peer_id, TimeNs due_ns) {
-  Peer& peer = peers_[peer_id];
+  PeerRx& peer = rx_[peer_id];
   if (!peer.ack_owed || due_ns < peer.ack_due_ns) peer.ack_due_ns = due_ns;
   peer.ack_owed = true;
   activate(peer_id);
@@ -175,7 +178,8 @@ void ReliableLinks::owe_ack(GpuId peer_id, TimeNs due_ns) {
 
 void ReliableLinks::send_control(GpuId dst, bool nak, Effects& effects) {
   control_builder_.start(wire::FrameAddress{config_.gpu_macs[dst], config_.self_mac, config_.self,
-                                            dst, config_.partition, config_.incarnation});
+                                            dst, config_.partition, config_.incarnation},
+                         effects.take_spare());
   std::uint32_t ack = 0;
   std::uint8_t credits = 0;
   take_ack_fields(dst, ack, credits);
@@ -187,7 +191,7 @@ void ReliableLinks::send_control(GpuId dst, bool nak, Effects& effects) {
 
 bool ReliableLinks::on_receive(const wire::FrameView& frame, TimeNs now, Effects& effects) {
   const bool sequenced = (frame.flags & wire::kFlagSeq) != 0;
-  if (frame.src_gpu >= peers_.size()) {
+  if (frame.src_gpu >= rx_.size()) {
     if (sequenced || (frame.flags & wire::kFlagAck) != 0) {
       ++counters_.unknown_peer;
       return false;
@@ -199,14 +203,14 @@ bool ReliableLinks::on_receive(const wire::FrameView& frame, TimeNs now, Effects
   if ((frame.flags & wire::kFlagAck) != 0) on_ack(src, frame, now, effects);
   if (!sequenced) return frame.txn_count > 0;
 
-  Peer& peer = peers_[src];
+  PeerRx& peer = rx_[src];
   if (frame.seq == peer.expected_seq) {
     ++peer.expected_seq;
     peer.nak_sent = false;
     ++counters_.frames_in_order;
     // Acknowledge at once when half the credits are used, so the sender never stalls on a
     // window that is full only because our ACK is waiting.
-    const std::uint32_t half_window = std::max<std::uint32_t>(1, peer.credits / 2);
+    const std::uint32_t half_window = std::max<std::uint32_t>(1, tx_[src].credits / 2);
     ++peer.delivered_since_ack;
     owe_ack(src,
             peer.delivered_since_ack >= half_window ? now : now + config_.reliability.ack_delay_ns);
@@ -228,8 +232,10 @@ bool ReliableLinks::on_receive(const wire::FrameView& frame, TimeNs now, Effects
 
 void ReliableLinks::check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now,
                                       Effects& effects) {
-  Peer& peer = peers_[src];
-  if (peer.incarnation_known && peer.incarnation != incarnation) {
+  PeerRx& peer = rx_[src];
+  // The usual case, read only: the same incarnation as last time.
+  if (peer.incarnation_known && peer.incarnation == incarnation) return;
+  if (peer.incarnation_known) {
     ++counters_.peer_restarts;
     reset_peer(src);
     if (sequencing()) release_waiting(src, now, effects);
@@ -239,7 +245,8 @@ void ReliableLinks::check_incarnation(GpuId src, std::uint32_t incarnation, Time
 }
 
 void ReliableLinks::reset_peer(GpuId src) {
-  Peer& peer = peers_[src];
+  PeerTx& peer = tx_[src];
+  PeerRx& rx = rx_[src];
   // What the old incarnation did not acknowledge may or may not have been performed before it
   // died; sending it to the new one would perform it on memory that never saw the writes
   // before it. Its requests time out instead. Frames still waiting for credit were never
@@ -252,16 +259,17 @@ void ReliableLinks::reset_peer(GpuId src) {
   peer.smoothed_rtt_ns = 0;
   peer.rtt_variation_ns = 0;
   peer.probing = false;
-  peer.expected_seq = 1;
-  peer.delivered_since_ack = 0;
-  peer.ack_owed = false;
-  peer.nak_sent = false;
+  rx.expected_seq = 1;
+  rx.delivered_since_ack = 0;
+  rx.ack_owed = false;
+  rx.nak_sent = false;
 }
 
 void ReliableLinks::poll(TimeNs now, Effects& effects) {
   std::size_t kept = 0;
   for (const GpuId id : active_) {
-    Peer& peer = peers_[id];
+    PeerTx& peer = tx_[id];
+    PeerRx& rx = rx_[id];
     if (!peer.unacked.empty()) {
       if (now >= peer.retransmit_at_ns) {
         ++counters_.retransmit_timeouts;
@@ -273,17 +281,17 @@ void ReliableLinks::poll(TimeNs now, Effects& effects) {
       }
       effects.wake_no_later_than(peer.retransmit_at_ns);
     }
-    if (peer.ack_owed) {
-      if (now >= peer.ack_due_ns) {
+    if (rx.ack_owed) {
+      if (now >= rx.ack_due_ns) {
         send_control(id, false, effects);
       } else {
-        effects.wake_no_later_than(peer.ack_due_ns);
+        effects.wake_no_later_than(rx.ack_due_ns);
       }
     }
-    if (!peer.unacked.empty() || !peer.waiting.empty() || peer.ack_owed) {
+    if (!peer.unacked.empty() || !peer.waiting.empty() || rx.ack_owed) {
       active_[kept++] = id;
     } else {
-      peer.active = false;
+      rx.active = false;
     }
   }
   active_.resize(kept);

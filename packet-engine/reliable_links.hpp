@@ -33,11 +33,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "packet-engine/effects.hpp"
 #include "packet-engine/engine_config.hpp"
+#include "packet-engine/fifo.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {
@@ -89,11 +89,23 @@ class ReliableLinks {
     TimeNs sent_ns = 0;
     bool resent = false;  // Karn: a resent frame's ACK says nothing about the round trip
   };
-  struct Peer {
-    // Sender side.
+  // A peer's state is split by how often it is touched: `PeerRx` on every frame sent to or
+  // received from the peer (its ACK fields, its incarnation), `PeerTx` only when frames are
+  // sequenced. A GPU of a 1024-GPU fabric keeps 1023 of each; the small hot half stays in
+  // cache (docs/simulator.md, "Speed").
+  struct PeerRx {
+    std::uint32_t expected_seq = 1;
+    std::uint32_t delivered_since_ack = 0;
+    TimeNs ack_due_ns = 0;
+    // The peer's incarnation, once a frame from it has been seen.
+    std::uint32_t incarnation = 0;
+    bool incarnation_known = false;
+    bool ack_owed = false;
+    bool nak_sent = false;  // one NAK per gap: cleared when the expected frame arrives
+    bool active = false;    // listed in active_ (has timers to run)
+  };
+  struct PeerTx {
     std::uint32_t next_seq = 1;
-    std::deque<SentFrame> unacked;
-    std::deque<wire::Frame> waiting;   // finished but not yet stamped: no credit
     std::uint32_t credits = 0;         // frames the peer lets us have unacknowledged
     TimeNs retransmit_timeout_ns = 0;  // current timer, backed off after each expiry
     TimeNs retransmit_at_ns = 0;       // valid while `unacked` is not empty
@@ -103,16 +115,8 @@ class ReliableLinks {
     // The timer expired and only the oldest frame was resent, as a probe: the ACK it draws
     // tells whether the rest was lost too (then it follows, go-back-N) or only delayed.
     bool probing = false;
-    // Receiver side.
-    std::uint32_t expected_seq = 1;
-    std::uint32_t delivered_since_ack = 0;
-    bool ack_owed = false;
-    TimeNs ack_due_ns = 0;
-    bool nak_sent = false;  // one NAK per gap: cleared when the expected frame arrives
-    bool active = false;    // listed in active_ (has timers to run)
-    // The peer's incarnation, once a frame from it has been seen.
-    bool incarnation_known = false;
-    std::uint32_t incarnation = 0;
+    Fifo<SentFrame> unacked;
+    Fifo<wire::Frame> waiting;  // finished but not yet stamped: no credit
   };
 
   // Flags, ack and credits a frame to `dst` carries now; clears the owed ACK they settle.
@@ -134,14 +138,15 @@ class ReliableLinks {
   void on_ack(GpuId src, const wire::FrameView& frame, TimeNs now, Effects& effects);
   void send_control(GpuId dst, bool nak, Effects& effects);
   void owe_ack(GpuId peer, TimeNs due_ns);
-  void sample_rtt(Peer& peer, TimeNs rtt_ns);
+  void sample_rtt(PeerTx& peer, TimeNs rtt_ns);
   void activate(GpuId peer);
   // A frame from `src` carries `incarnation`: a new one resets the pair.
   void check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now, Effects& effects);
   void reset_peer(GpuId src);
 
   const EngineConfig& config_;
-  std::vector<Peer> peers_;    // indexed by GpuId
+  std::vector<PeerRx> rx_;     // indexed by GpuId
+  std::vector<PeerTx> tx_;     // indexed by GpuId
   std::vector<GpuId> active_;  // peers with a timer or an owed ACK
   wire::FrameBuilder control_builder_;
   std::size_t frames_waiting_ = 0;

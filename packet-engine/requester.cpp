@@ -31,7 +31,10 @@ wire::Opcode atomic_opcode(AtomicOp op) {
 }  // namespace
 
 Requester::Requester(const EngineConfig& config, TxFramer& framer)
-    : config_(config), framer_(framer), liveness_(config.gpu_macs.size()) {
+    : config_(config),
+      framer_(framer),
+      liveness_(config.gpu_macs.size()),
+      peer_flags_(config.gpu_macs.size(), 0) {
   const std::uint32_t slots =
       std::clamp<std::uint32_t>(config.max_outstanding, 1, kMaxOutstandingLimit);
   slots_.resize(slots);
@@ -43,32 +46,50 @@ std::size_t Requester::tags_needed(std::uint64_t bytes) const {
   return bytes == 0 ? 1 : static_cast<std::size_t>((bytes + chunk - 1) / chunk);
 }
 
-OpId Requester::begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now) {
-  const OpId id = next_op_++;
-  PendingOp& op = ops_[id];
-  op.completion.id = id;
+Requester::OpIndex Requester::begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now) {
+  OpIndex index = 0;
+  if (free_ops_.empty()) {
+    index = static_cast<OpIndex>(ops_.size());
+    ops_.emplace_back();
+  } else {
+    index = free_ops_.back();
+    free_ops_.pop_back();
+  }
+  PendingOp& op = ops_[index];
+  op.fragments_left = 0;
+  op.completion = Completion{};
+  op.completion.id = next_op_++;
   op.completion.kind = kind;
   op.completion.dst_gpu = dst;
   op.completion.address = address;
   op.completion.issued_ns = now;
   ++counters_.ops_issued;
-  return id;
+  return index;
 }
 
-void Requester::fail_now(OpId id, wire::Status status, std::uint64_t fault_addr, TimeNs now) {
-  auto found = ops_.find(id);
-  Completion completion = std::move(found->second.completion);
-  ops_.erase(found);
-  completion.status = status;
-  completion.fault_addr = fault_addr;
+void Requester::complete(OpIndex op, TimeNs now) {
+  Completion completion = std::move(ops_[op].completion);
+  free_ops_.push_back(op);
   completion.completed_ns = now;
-  completion.data.clear();
-  ++counters_.ops_failed;
+  if (completion.ok()) {
+    ++counters_.ops_completed;
+  } else {
+    ++counters_.ops_failed;
+    completion.data.clear();
+  }
   completions_.push_back(std::move(completion));
 }
 
-std::uint16_t Requester::take_tag(OpId op, GpuId dst, wire::Opcode expected, std::uint64_t address,
-                                  std::uint32_t length, std::uint32_t data_offset, TimeNs now) {
+void Requester::fail_now(OpIndex op, wire::Status status, std::uint64_t fault_addr, TimeNs now) {
+  Completion& completion = ops_[op].completion;
+  completion.status = status;
+  completion.fault_addr = fault_addr;
+  complete(op, now);
+}
+
+std::uint16_t Requester::take_tag(OpIndex op, GpuId dst, wire::Opcode expected,
+                                  std::uint64_t address, std::uint32_t length,
+                                  std::uint32_t data_offset, TimeNs now) {
   const std::uint16_t index = free_tags_.front();
   free_tags_.pop_front();
   TagSlot& slot = slots_[index];
@@ -89,23 +110,24 @@ std::uint16_t Requester::take_tag(OpId op, GpuId dst, wire::Opcode expected, std
 
 OpId Requester::read(GpuId dst, std::uint64_t address, std::uint32_t length, TimeNs now,
                      Effects& effects) {
-  const OpId id = begin_op(OpKind::kRead, dst, address, now);
-  if (fail_if_unreachable(id, dst, address, now)) return id;
+  const OpIndex index = begin_op(OpKind::kRead, dst, address, now);
+  const OpId id = ops_[index].completion.id;
+  if (fail_if_unreachable(index, dst, address, now)) return id;
   if (length == 0) {
-    fail_now(id, wire::Status::kBadRequest, address, now);
+    fail_now(index, wire::Status::kBadRequest, address, now);
     return id;
   }
   if (tags_needed(length) > free_tags_.size()) {
     ++counters_.busy_rejects;
-    fail_now(id, wire::Status::kBusy, address, now);
+    fail_now(index, wire::Status::kBusy, address, now);
     return id;
   }
-  ops_[id].completion.data.resize(length);
+  ops_[index].completion.data.resize(length);
   const std::size_t chunk = framer_.max_payload();
   for (std::uint32_t offset = 0; offset < length;) {
     const auto piece = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, length - offset));
     const std::uint16_t tag =
-        take_tag(id, dst, wire::Opcode::kReadResp, address + offset, piece, offset, now);
+        take_tag(index, dst, wire::Opcode::kReadResp, address + offset, piece, offset, now);
     framer_.append(dst,
                    wire::TxnFields{wire::Opcode::kReadReq, wire::Status::kOk, tag,
                                    static_cast<std::uint16_t>(piece), address + offset},
@@ -117,22 +139,23 @@ OpId Requester::read(GpuId dst, std::uint64_t address, std::uint32_t length, Tim
 
 OpId Requester::write(GpuId dst, std::uint64_t address, std::span<const std::byte> data, TimeNs now,
                       Effects& effects) {
-  const OpId id = begin_op(OpKind::kWrite, dst, address, now);
-  if (fail_if_unreachable(id, dst, address, now)) return id;
+  const OpIndex index = begin_op(OpKind::kWrite, dst, address, now);
+  const OpId id = ops_[index].completion.id;
+  if (fail_if_unreachable(index, dst, address, now)) return id;
   if (data.empty()) {
-    fail_now(id, wire::Status::kBadRequest, address, now);
+    fail_now(index, wire::Status::kBadRequest, address, now);
     return id;
   }
   if (tags_needed(data.size()) > free_tags_.size()) {
     ++counters_.busy_rejects;
-    fail_now(id, wire::Status::kBusy, address, now);
+    fail_now(index, wire::Status::kBusy, address, now);
     return id;
   }
   const std::size_t chunk = framer_.max_payload();
   for (std::size_t offset = 0; offset < data.size();) {
     const std::size_t piece = std::min(chunk, data.size() - offset);
     const std::uint16_t tag =
-        take_tag(id, dst, wire::Opcode::kWriteAck, address + offset,
+        take_tag(index, dst, wire::Opcode::kWriteAck, address + offset,
                  static_cast<std::uint32_t>(piece), static_cast<std::uint32_t>(offset), now);
     auto payload =
         framer_.append(dst,
@@ -174,20 +197,21 @@ bool Requester::write_posted(GpuId dst, std::uint64_t address, std::span<const s
 
 OpId Requester::atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8_t width_bytes,
                        std::uint64_t operand, std::uint64_t compare, TimeNs now, Effects& effects) {
-  const OpId id = begin_op(OpKind::kAtomic, dst, address, now);
-  if (fail_if_unreachable(id, dst, address, now)) return id;
+  const OpIndex index = begin_op(OpKind::kAtomic, dst, address, now);
+  const OpId id = ops_[index].completion.id;
+  if (fail_if_unreachable(index, dst, address, now)) return id;
   if (width_bytes != 4 && width_bytes != 8) {
-    fail_now(id, wire::Status::kBadRequest, address, now);
+    fail_now(index, wire::Status::kBadRequest, address, now);
     return id;
   }
   if (free_tags_.empty()) {
     ++counters_.busy_rejects;
-    fail_now(id, wire::Status::kBusy, address, now);
+    fail_now(index, wire::Status::kBusy, address, now);
     return id;
   }
   const wire::Opcode opcode = atomic_opcode(op);
   const std::uint16_t tag =
-      take_tag(id, dst, wire::Opcode::kAtomicResp, address, width_bytes, 0, now);
+      take_tag(index, dst, wire::Opcode::kAtomicResp, address, width_bytes, 0, now);
   auto payload =
       framer_.append(dst, wire::TxnFields{opcode, wire::Status::kOk, tag, width_bytes, address},
                      wire::request_payload_bytes(opcode, width_bytes), true, now, effects);
@@ -201,23 +225,24 @@ OpId Requester::atomic(GpuId dst, std::uint64_t address, AtomicOp op, std::uint8
 }
 
 OpId Requester::flush(GpuId dst, TimeNs now, Effects& effects) {
-  const OpId id = begin_op(OpKind::kFlush, dst, 0, now);
-  if (fail_if_unreachable(id, dst, 0, now)) return id;
+  const OpIndex index = begin_op(OpKind::kFlush, dst, 0, now);
+  const OpId id = ops_[index].completion.id;
+  if (fail_if_unreachable(index, dst, 0, now)) return id;
   if (free_tags_.empty()) {
     ++counters_.busy_rejects;
-    fail_now(id, wire::Status::kBusy, 0, now);
+    fail_now(index, wire::Status::kBusy, 0, now);
     return id;
   }
-  const std::uint16_t tag = take_tag(id, dst, wire::Opcode::kFlushResp, 0, 0, 0, now);
+  const std::uint16_t tag = take_tag(index, dst, wire::Opcode::kFlushResp, 0, 0, 0, now);
   framer_.append(dst, wire::TxnFields{wire::Opcode::kFlushReq, wire::Status::kOk, tag, 0, 0}, 0,
                  true, now, effects);
   return id;
 }
 
-bool Requester::fail_if_unreachable(OpId id, GpuId dst, std::uint64_t address, TimeNs now) {
-  if (dst_known(dst) && !liveness_[dst].down) return false;
+bool Requester::fail_if_unreachable(OpIndex op, GpuId dst, std::uint64_t address, TimeNs now) {
+  if (dst_known(dst) && !peer_down(dst)) return false;
   if (dst_known(dst)) ++counters_.ops_fast_failed;
-  fail_now(id, wire::Status::kUnreachable, address, now);
+  fail_now(op, wire::Status::kUnreachable, address, now);
   return true;
 }
 
@@ -266,24 +291,14 @@ void Requester::resolve_fragment(std::uint16_t index, wire::Status status, std::
   TagSlot& slot = slots_[index];
   slot.busy = false;
   free_tags_.push_back(index);
-  auto found = ops_.find(slot.op);
-  PendingOp& op = found->second;
+  PendingOp& op = ops_[slot.op];
   // The first failing fragment decides the op's status and fault address.
   if (status != wire::Status::kOk && op.completion.status == wire::Status::kOk) {
     op.completion.status = status;
     op.completion.fault_addr = fault_addr;
   }
   if (--op.fragments_left > 0) return;
-  Completion completion = std::move(op.completion);
-  ops_.erase(found);
-  completion.completed_ns = now;
-  if (completion.ok()) {
-    ++counters_.ops_completed;
-  } else {
-    ++counters_.ops_failed;
-    completion.data.clear();
-  }
-  completions_.push_back(std::move(completion));
+  complete(slot.op, now);
 }
 
 void Requester::poll(TimeNs now, Effects& effects) {
@@ -312,11 +327,12 @@ void Requester::poll(TimeNs now, Effects& effects) {
 }
 
 void Requester::on_peer_frame(GpuId src) {
-  if (!dst_known(src)) return;
-  PeerLiveness& peer = liveness_[src];
-  peer.timeouts_in_row = 0;
-  if (!peer.down) return;
-  peer.down = false;
+  // Nothing to reset, the usual case: the peer is up and no timeout is counted against it.
+  if (!dst_known(src) || peer_flags_[src] == 0) return;
+  liveness_[src].timeouts_in_row = 0;
+  const bool was_down = (peer_flags_[src] & kPeerDown) != 0;
+  peer_flags_[src] = 0;
+  if (!was_down) return;
   ++counters_.peers_marked_up;
   down_peers_.erase(std::find(down_peers_.begin(), down_peers_.end(), src));
 }
@@ -324,14 +340,15 @@ void Requester::on_peer_frame(GpuId src) {
 void Requester::note_timeout(GpuId dst, TimeNs now) {
   const std::uint32_t limit = config_.liveness.down_after_timeouts;
   PeerLiveness& peer = liveness_[dst];
-  if (limit == 0 || peer.down) return;
+  if (limit == 0 || peer_down(dst)) return;
   if (peer.timeouts_in_row == 0 ||
       now - peer.first_timeout_ns > config_.liveness.timeout_window_ns) {
     peer.timeouts_in_row = 0;
     peer.first_timeout_ns = now;
   }
+  peer_flags_[dst] |= kPeerTimedOut;
   if (++peer.timeouts_in_row < limit) return;
-  peer.down = true;
+  peer_flags_[dst] |= kPeerDown;
   peer.next_probe_ns = now + config_.liveness.probe_interval_ns;
   ++counters_.peers_marked_down;
   down_peers_.push_back(dst);

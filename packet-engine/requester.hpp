@@ -18,14 +18,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "packet-engine/effects.hpp"
 #include "packet-engine/engine_config.hpp"
+#include "packet-engine/fifo.hpp"
 #include "packet-engine/tx_framer.hpp"
 #include "packet-engine/wire.hpp"
 
@@ -76,7 +75,7 @@ class Requester {
   // Tags a request of `bytes` needs (reads and non-posted writes split at the frame MTU).
   std::size_t tags_needed(std::uint64_t bytes) const;
   std::size_t free_tags() const { return free_tags_.size(); }
-  std::size_t outstanding_ops() const { return ops_.size(); }
+  std::size_t outstanding_ops() const { return ops_.size() - free_ops_.size(); }
 
   // Each returns an id; its Completion appears in take_completion(), possibly at once (an
   // error such as kBusy or kUnreachable).
@@ -99,7 +98,9 @@ class Requester {
   // deadline or probe.
   void poll(TimeNs now, Effects& effects);
 
-  bool peer_down(GpuId gpu) const { return gpu < liveness_.size() && liveness_[gpu].down; }
+  bool peer_down(GpuId gpu) const {
+    return gpu < peer_flags_.size() && (peer_flags_[gpu] & kPeerDown) != 0;
+  }
   // The GPUs marked down, in the order they went down.
   const std::vector<GpuId>& down_peers() const { return down_peers_; }
 
@@ -111,7 +112,7 @@ class Requester {
   struct TagSlot {
     bool busy = false;
     std::uint8_t generation = 0;
-    OpId op = 0;
+    std::uint32_t op = 0;  // the op's index in ops_
     GpuId dst = kInvalidGpu;
     wire::Opcode expected = wire::Opcode::kReadResp;
     std::uint64_t address = 0;
@@ -130,30 +131,41 @@ class Requester {
   struct PeerLiveness {
     std::uint32_t timeouts_in_row = 0;
     TimeNs first_timeout_ns = 0;  // of the current run of timeouts
-    bool down = false;
-    TimeNs next_probe_ns = 0;  // while down
+    TimeNs next_probe_ns = 0;     // while down
   };
+  // Per peer, one byte that every operation and every received frame reads, instead of the
+  // peer's PeerLiveness (a cold line each time with a thousand peers): whether it is down, and
+  // whether it has timeouts counted (so a frame from it has something to reset).
+  enum PeerFlag : std::uint8_t { kPeerDown = 1, kPeerTimedOut = 2 };
 
-  OpId begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now);
-  void fail_now(OpId id, wire::Status status, std::uint64_t fault_addr, TimeNs now);
-  std::uint16_t take_tag(OpId op, GpuId dst, wire::Opcode expected, std::uint64_t address,
+  // Ops are addressed by their index in ops_ (an OpIndex), ids are only handed out.
+  using OpIndex = std::uint32_t;
+  OpIndex begin_op(OpKind kind, GpuId dst, std::uint64_t address, TimeNs now);
+  // Moves the op's completion to completions_ and frees its index.
+  void complete(OpIndex op, TimeNs now);
+  void fail_now(OpIndex op, wire::Status status, std::uint64_t fault_addr, TimeNs now);
+  std::uint16_t take_tag(OpIndex op, GpuId dst, wire::Opcode expected, std::uint64_t address,
                          std::uint32_t length, std::uint32_t data_offset, TimeNs now);
   void resolve_fragment(std::uint16_t index, wire::Status status, std::uint64_t fault_addr,
                         TimeNs now);
   bool dst_known(GpuId dst) const { return dst < config_.gpu_macs.size(); }
   // Fails `id` at once if `dst` is unknown or down; true if it did.
-  bool fail_if_unreachable(OpId id, GpuId dst, std::uint64_t address, TimeNs now);
+  bool fail_if_unreachable(OpIndex op, GpuId dst, std::uint64_t address, TimeNs now);
   void note_timeout(GpuId dst, TimeNs now);
   void probe_down_peers(TimeNs now, Effects& effects);
 
   const EngineConfig& config_;
   TxFramer& framer_;
   std::vector<TagSlot> slots_;
-  std::deque<std::uint16_t> free_tags_;  // FIFO so a just-freed tag is reused last
-  std::deque<Deadline> deadlines_;       // issue order == deadline order
-  std::unordered_map<OpId, PendingOp> ops_;
-  std::deque<Completion> completions_;
-  std::vector<PeerLiveness> liveness_;  // indexed by GpuId
+  Fifo<std::uint16_t> free_tags_;  // FIFO so a just-freed tag is reused last
+  Fifo<Deadline> deadlines_;       // issue order == deadline order
+  // Operations in progress, by index; an index is reused once its op completes, so the
+  // table is as large as the most ops ever outstanding at once (at most one per tag).
+  std::vector<PendingOp> ops_;
+  std::vector<OpIndex> free_ops_;
+  Fifo<Completion> completions_;
+  std::vector<PeerLiveness> liveness_;    // indexed by GpuId
+  std::vector<std::uint8_t> peer_flags_;  // PeerFlag bits, indexed by GpuId
   std::vector<GpuId> down_peers_;
   OpId next_op_ = 1;
   RequesterCounters counters_;

@@ -182,7 +182,7 @@ bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
   return true;
 }
 
-DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out) {
+DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out, Crc crc) {
   std::uint16_t ether_type = 0;
   if (!peek_ethernet(frame, out.dst_mac, out.src_mac, ether_type)) {
     return DecodeError::kTruncatedEthernet;
@@ -194,8 +194,10 @@ DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out) {
   const std::size_t body_bytes = header.body_bytes.value();
   if (frame.size() - kBodyOffset < body_bytes + kCrcBytes) return DecodeError::kBodyPastFrame;
   const std::size_t crc_offset = kBodyOffset + body_bytes;
-  const auto carried_crc = load<be::big_uint32_buf_t>(frame, crc_offset).value();
-  if (crc32c(frame.first(crc_offset)) != carried_crc) return DecodeError::kBadCrc;
+  const std::uint32_t carried_crc = load<be::big_uint32_buf_t>(frame, crc_offset).value();
+  if (crc == Crc::kOn && crc32c(frame.first(crc_offset)) != carried_crc) {
+    return DecodeError::kBadCrc;
+  }
 
   out.flags = header.flags.value();
   out.src_gpu = header.src_gpu.value();
@@ -231,8 +233,13 @@ bool TxnCursor::next(TxnView& out) {
   return parse_txn(rest_, out) == DecodeError::kOk;
 }
 
-FrameBuilder::FrameBuilder(std::size_t frame_bytes_max)
-    : frame_bytes_max_(clamp_frame_bytes_max(frame_bytes_max)) {}
+FrameBuilder::FrameBuilder(std::size_t frame_bytes_max, Crc crc)
+    : frame_bytes_max_(clamp_frame_bytes_max(frame_bytes_max)), crc_(crc) {}
+
+void FrameBuilder::start(const FrameAddress& address, Frame buffer) {
+  if (buffer.capacity() > frame_.capacity()) frame_.swap(buffer);
+  start(address);
+}
 
 void FrameBuilder::start(const FrameAddress& address) {
   address_ = address;
@@ -303,7 +310,7 @@ Frame FrameBuilder::finish(std::uint8_t flags, std::uint32_t seq, std::uint32_t 
   store(std::span<std::byte>(frame_), kEthernetHeaderBytes, header);
 
   be::big_uint32_buf_t crc;
-  crc = crc32c(frame_);
+  crc = crc_ == Crc::kOn ? crc32c(frame_) : 0;
   const std::size_t crc_offset = frame_.size();
   frame_.resize(crc_offset + kCrcBytes);
   store(std::span<std::byte>(frame_), crc_offset, crc);
@@ -359,10 +366,10 @@ std::uint32_t crc32c_portable(std::span<const std::byte> bytes) {
 }
 
 bool restamp_link_fields(std::span<std::byte> frame, std::uint8_t flags, std::uint32_t seq,
-                         std::uint32_t ack, std::uint8_t credits) {
+                         std::uint32_t ack, std::uint8_t credits, Crc crc_mode) {
   FrameView view;
   const std::span<const std::byte> readonly(frame);
-  if (decode_frame(readonly, view) != DecodeError::kOk) return false;
+  if (decode_frame(readonly, view, crc_mode) != DecodeError::kOk) return false;
   // A control frame (no transactions) must stay an unsequenced ACK, or it would not decode.
   const bool control_flags = (flags & kFlagAck) != 0 && (flags & kFlagSeq) == 0;
   if (view.txn_count == 0 && !control_flags) return false;
@@ -372,7 +379,26 @@ bool restamp_link_fields(std::span<std::byte> frame, std::uint8_t flags, std::ui
   header.ack = ack;
   header.credits = credits;
   store(frame, kEthernetHeaderBytes, header);
+  if (crc_mode == Crc::kOff) return true;
   const std::size_t crc_offset = kBodyOffset + view.body.size();
+  be::big_uint32_buf_t crc;
+  crc = crc32c(readonly.first(crc_offset));
+  store(frame, crc_offset, crc);
+  return true;
+}
+
+bool fill_crc(std::span<std::byte> frame) {
+  const std::span<const std::byte> readonly(frame);
+  MacAddr dst;
+  MacAddr src;
+  std::uint16_t ether_type = 0;
+  if (!peek_ethernet(readonly, dst, src, ether_type) || ether_type != kEtherTypeFabric ||
+      frame.size() < kBodyOffset) {
+    return false;
+  }
+  const auto header = load<FrameHeader>(readonly, kEthernetHeaderBytes);
+  const std::size_t crc_offset = kBodyOffset + header.body_bytes.value();
+  if (crc_offset + kCrcBytes > frame.size()) return false;
   be::big_uint32_buf_t crc;
   crc = crc32c(readonly.first(crc_offset));
   store(frame, crc_offset, crc);

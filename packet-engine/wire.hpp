@@ -195,9 +195,15 @@ struct FrameView {
 bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
                    std::uint16_t& ether_type);
 
-// Validates the whole frame (header, CRC, every transaction) and fills `out`. Bytes after the
-// CRC (Ethernet padding) are ignored. Never reads outside `frame`.
-DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out);
+// Whether frames carry a CRC-32C. Always kOn on a wire. kOff is the simulator's choice
+// (docs/simulator.md, "The CRC"): its frames only move between its own objects, which never
+// alter them, so FrameBuilder leaves the CRC field zero and nobody checks it; the one thing that
+// does alter a frame, a switch's corrupt fault, computes the CRC first (SwitchConfig::crc).
+enum class Crc : std::uint8_t { kOn, kOff };
+
+// Validates the whole frame (header, CRC unless `crc` is kOff, every transaction) and fills
+// `out`. Bytes after the CRC (Ethernet padding) are ignored. Never reads outside `frame`.
+DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out, Crc crc = Crc::kOn);
 
 // Iterates the transactions of a frame that decode_frame accepted.
 class TxnCursor {
@@ -231,9 +237,13 @@ struct FrameAddress {
 // Packs transactions into one frame of at most frame_bytes_max bytes.
 class FrameBuilder {
  public:
-  explicit FrameBuilder(std::size_t frame_bytes_max);
+  // With Crc::kOff, finish() leaves the CRC field zero.
+  explicit FrameBuilder(std::size_t frame_bytes_max, Crc crc = Crc::kOn);
 
   void start(const FrameAddress& address);
+  // The same, building the frame in `buffer`'s memory (its contents are discarded): a runtime
+  // that hands frame buffers back (Effects::spare) saves an allocation per frame.
+  void start(const FrameAddress& address, Frame buffer);
   bool started() const { return started_; }
   std::size_t txn_count() const { return txn_count_; }
   // Room for one more transaction carrying `payload_bytes`?
@@ -251,6 +261,7 @@ class FrameBuilder {
 
  private:
   std::size_t frame_bytes_max_;
+  Crc crc_;
   FrameAddress address_;
   Frame frame_;
   std::size_t txn_count_ = 0;
@@ -265,10 +276,16 @@ std::uint32_t crc32c(std::span<const std::byte> bytes);
 std::uint32_t crc32c_portable(std::span<const std::byte> bytes);
 
 // Rewrites the link fields of an encoded frame (the reliability layer stamps them when the
-// frame is sent) and recomputes its CRC. False, leaving the frame untouched, if it is not a
-// valid fabric frame or the flags would make a control frame (no transactions) invalid.
+// frame is sent) and recomputes its CRC (with Crc::kOff: neither checks nor recomputes it).
+// False, leaving the frame untouched, if it is not a valid fabric frame or the flags would
+// make a control frame (no transactions) invalid.
 bool restamp_link_fields(std::span<std::byte> frame, std::uint8_t flags, std::uint32_t seq,
-                         std::uint32_t ack, std::uint8_t credits);
+                         std::uint32_t ack, std::uint8_t credits, Crc crc = Crc::kOn);
+
+// Computes and stores the CRC of a fabric frame built with Crc::kOff, making it the frame
+// FrameBuilder builds with Crc::kOn. False, changing nothing, if `frame` is not a fabric frame
+// whose header, body and CRC fit in it.
+bool fill_crc(std::span<std::byte> frame);
 
 // A frame of kEtherTypeEcho: Ethernet header, then `payload` verbatim. Used for baselines.
 Frame make_echo_frame(const MacAddr& dst, const MacAddr& src, std::span<const std::byte> payload);

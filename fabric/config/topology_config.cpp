@@ -200,12 +200,13 @@ void read_link(const toml::value& node, const std::string& source, TopologyConfi
 
 void read_sim(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "sim", source);
-  table.allow_only({"issue_ns", "completer_ns", "nic_latency_ns"});
+  table.allow_only({"issue_ns", "completer_ns", "nic_latency_ns", "crc"});
   config.sim_issue_ns = table.unsigned_field("issue_ns", config.sim_issue_ns, 0, 1'000'000'000);
   config.sim_completer_ns =
       table.unsigned_field("completer_ns", config.sim_completer_ns, 0, 1'000'000'000);
   config.sim_nic_latency_ns =
       table.unsigned_field("nic_latency_ns", config.sim_nic_latency_ns, 0, 1'000'000'000);
+  config.sim_crc = table.bool_field("crc", config.sim_crc);
 }
 
 // Interface and namespace names: empty (the default) or a plain file name.

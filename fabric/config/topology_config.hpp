@@ -56,6 +56,10 @@ struct TopologyConfig {
   TimeNs sim_issue_ns = 20;        // a GPU hands one load/store operation to its packet engine
   TimeNs sim_completer_ns = 10;    // a completer serves one request transaction
   TimeNs sim_nic_latency_ns = 50;  // one NIC crossing (tx or rx): MAC + PHY pipeline
+  // [sim] crc: whether the simulator's frames carry a CRC that every switch and endpoint checks,
+  // as on a wire (wire::Crc). Off, frames the corrupt fault damages still are. Not a model
+  // parameter: it changes no result, only the cost (docs/simulator.md, "The CRC").
+  bool sim_crc = false;
 
   // [reliability]: go-back-N for load/store frames (docs/reliability.md).
   ReliabilityConfig reliability;

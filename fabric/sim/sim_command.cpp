@@ -1,5 +1,6 @@
 #include "fabric/sim/sim_command.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -50,6 +51,9 @@ int run(const SimOptions& options) {
       options.bytes.value_or(workload == WorkloadKind::kLoadLatency ? 8 : 4096);
   const std::vector<LinkFault> link_faults = parse_link_faults(options.link_down, config.gpu_count);
 
+  // Frames in flight take up to about 1 MiB per GPU (a requester's 256 tags of 1.5 KB frames
+  // queued at its NIC, twice over for what the engines and the spare pool keep).
+  grow_heap_with_huge_pages(std::clamp<std::size_t>(config.gpu_count << 20, 64 << 20, 2ull << 30));
   const auto start = std::chrono::steady_clock::now();
   const SimReport report =
       simulate(config, topology, workload, bytes, options.seed, options.repeat, link_faults);

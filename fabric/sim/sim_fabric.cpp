@@ -8,14 +8,26 @@
 namespace ethx::sim {
 namespace {
 
+// Spare frame buffers kept for the engines (Effects::spare). As many as the frames in flight
+// can swing by (at 1024 GPUs, hundreds of thousands): a buffer freed when the pool is full is
+// allocated again a moment later. Keeping it costs nothing extra, peak memory is set by the
+// most frames ever in flight; the bound only guards against a runaway.
+constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
+
+// What a switch or a response's receiver reads of a frame: its headers and the first
+// transaction headers.
+constexpr std::size_t kHeaderHintBytes = 256;
+
 enum EventKind : std::uint32_t {
-  kIssue,      // target GPU: hand the next decided operation to the engine
-  kTxDone,     // target link: the wire is free and a frame is waiting
-  kArrival,    // target link, arg its first in-flight frame's slot: the frame reached the switch
-  kDeliver,    // target GPU, arg FIFO (0 responses, 1 requests): hand its first frame over
-  kWake,       // target GPU: the engine asked to be polled (timeouts)
-  kRelease,    // target switch: frames a delay spike held may move on
-  kLinkFault,  // target GPU, arg 1 down / 0 up: its switch port's link state changes
+  kIssue,    // target GPU: hand the next decided operation to the engine
+  kTxDone,   // target link: the wire is free and a frame is waiting
+  kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
+  // target GPU, arg the frame's slot: hand the first frame of its FIFO over
+  kDeliverResponses,  // FIFO 0: frames with only responses
+  kDeliverRequests,   // FIFO 1: frames with requests, handed over when the completer is done
+  kWake,              // target GPU: the engine asked to be polled (timeouts)
+  kRelease,           // target switch: frames a delay spike held may move on
+  kLinkFault,         // target GPU, arg 1 down / 0 up: its switch port's link state changes
 };
 
 // Request transactions in a frame, read from the headers without checking the CRC (the
@@ -45,15 +57,17 @@ std::size_t count_requests(std::span<const std::byte> frame) {
 SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
     : config_(config),
       topology_(build_topology(config, kind)),
+      memory_(config.hbm_bytes),
       links_(topology_.links),
+      serialization_(config.link_rate_gbps),
       issue_ps_(config.sim_issue_ns * kPsPerNs),
       completer_ps_(config.sim_completer_ns * kPsPerNs) {
   gpus_.reserve(config.gpu_count);
   for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
-    gpus_.emplace_back(config.hbm_bytes);
-    Gpu& state = gpus_.back();
-    state.endpoint = std::make_unique<Endpoint>(config.engine_config(static_cast<GpuId>(gpu)),
-                                                state.memory.bytes());
+    Gpu& state = gpus_.emplace_back();
+    EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
+    engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
+    state.endpoint = std::make_unique<Endpoint>(std::move(engine), memory_.bytes());
   }
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
@@ -83,6 +97,12 @@ std::uint32_t SimFabric::take_slot() {
 }
 
 void SimFabric::release_slot(std::uint32_t slot) {
+  // Free slots hold no buffer: what the frame leaves behind goes to the engines' spares.
+  wire::Frame& frame = slots_[slot];
+  if (frame.capacity() > 0 && effects_.spare.size() < kMaxSpareFrames) {
+    effects_.spare.push_back(std::move(frame));
+  }
+  frame = wire::Frame();
   free_slots_.push_back(slot);
 }
 
@@ -191,9 +211,27 @@ void SimFabric::add_liveness_report() {
 }
 
 void SimFabric::prefetch(const Event& event) const {
-  if (event.hint == nullptr) return;
+  // What a frame's event reads first: the frame's first lines (its headers), its slot, and
+  // the FIFO entry after it, which the event schedules next. All were written long ago (in
+  // modelled time, a hundred thousand events at 1024 GPUs) and are cold.
+  const Fifo<Link::InFlight>* fifo = nullptr;
+  switch (event.kind) {
+    case kArrival:
+      fifo = &links_[event.target].in_flight;
+      break;
+    case kDeliverResponses:
+    case kDeliverRequests:
+      fifo = &gpus_[event.target].delivering[event.kind - kDeliverResponses];
+      break;
+    default:
+      return;
+  }
+  __builtin_prefetch(&slots_[event.arg]);
+  if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
   const auto* data = static_cast<const char*>(event.hint);
-  for (std::ptrdiff_t line = 0; line < 4; ++line) __builtin_prefetch(data + 64 * line);
+  for (std::uint32_t line = 0; line < event.hint_lines; ++line) {
+    __builtin_prefetch(data + std::size_t{64} * line);
+  }
 }
 
 void SimFabric::dispatch(const Event& event) {
@@ -205,10 +243,11 @@ void SimFabric::dispatch(const Event& event) {
       on_tx_done(event.target);
       break;
     case kArrival:
-      on_arrival(event.target);
+      on_arrival(event.target, event.arg);
       break;
-    case kDeliver:
-      on_deliver(static_cast<GpuId>(event.target), event.arg);
+    case kDeliverResponses:
+    case kDeliverRequests:
+      on_deliver(static_cast<GpuId>(event.target), event.kind - kDeliverResponses, event.arg);
       break;
     case kWake:
       on_wake(static_cast<GpuId>(event.target));
@@ -254,9 +293,9 @@ void SimFabric::on_issue(GpuId gpu) {
   if (pending.op.read) {
     id = requester.read(pending.op.dst, pending.op.address, pending.op.bytes, now_ns(), effects_);
   } else {
-    // The data comes from the sender's own (sparse, so mostly zero) memory.
+    // The data comes from the start of the (shared) memory.
     id = requester.write(pending.op.dst, pending.op.address,
-                         state.memory.bytes().first(pending.op.bytes), now_ns(), effects_);
+                         memory_.bytes().first(pending.op.bytes), now_ns(), effects_);
   }
   if (state.ops.size() < id) state.ops.resize(id);
   state.ops[id - 1] = OpRecord{pending.decided_ps, pending.op.bytes};
@@ -360,7 +399,7 @@ void SimFabric::start_tx(std::uint32_t link_index) {
 void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs start) {
   Link& link = links_[link_index];
   const wire::Frame& frame = slots_[slot];
-  const TimePs done = start + serialization_ps(frame.size(), link.rate_gbps);
+  const TimePs done = start + serialization_(frame.size(), link.rate_gbps);
   link.free_at = done;
   ++link.frames_sent;
   link.wire_bytes_sent += wire::wire_bytes(frame.size());
@@ -379,15 +418,22 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
           std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
       deliver = state.completer_busy_until;
     }
+    // A frame with requests is read whole (a write's payload is copied into memory), the
+    // others only up to their transaction headers.
+    const auto hint_bytes = static_cast<std::uint32_t>(
+        requests > 0 ? frame.size() : std::min(frame.size(), kHeaderHintBytes));
     auto& waiting = state.delivering[fifo];
-    waiting.push_back(Link::InFlight{deliver, slot});
-    if (waiting.size() == 1) queue_.push(deliver, kDeliver, link.to.node, fifo, frame.data());
+    waiting.push_back(Link::InFlight{deliver, slot, hint_bytes, frame.data()});
+    if (waiting.size() == 1) {
+      queue_.push(deliver, kDeliverResponses + fifo, link.to.node, slot, frame.data(), hint_bytes);
+    }
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
     // link's own FIFO with one event for the first keeps the event heap small.
-    link.in_flight.push_back(Link::InFlight{arrival, slot});
+    const auto hint_bytes = static_cast<std::uint32_t>(std::min(frame.size(), kHeaderHintBytes));
+    link.in_flight.push_back(Link::InFlight{arrival, slot, hint_bytes, frame.data()});
     if (link.in_flight.size() == 1) {
-      queue_.push(arrival, kArrival, link_index, slot, frame.data());
+      queue_.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
     }
   }
 }
@@ -398,17 +444,16 @@ void SimFabric::on_tx_done(std::uint32_t link_index) {
   if (has_frame(link)) start_tx(link_index);
 }
 
-void SimFabric::on_arrival(std::uint32_t link_index) {
+void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
   Link& link = links_[link_index];
-  const std::uint32_t slot = link.in_flight.front().slot;
-  link.in_flight.pop_front();
+  link.in_flight.pop_front();  // the frame in `slot`
   if (!link.in_flight.empty()) {
-    const std::uint32_t next = link.in_flight.front().slot;
-    queue_.push(link.in_flight.front().at, kArrival, link_index, next, slots_[next].data());
+    const Link::InFlight& next = link.in_flight.front();
+    queue_.push(next.at, kArrival, link_index, next.slot, next.data, next.hint_bytes);
   }
   const LinkEnd to = link.to;  // always a switch: GPUs get kDeliver
   touched_.clear();
-  switches_[to.node]->on_frame(to.port, slots_[slot], now_ns(), touched_);
+  switches_[to.node]->on_owned_frame(to.port, slots_[slot], now_ns(), touched_);
   release_slot(slot);
   kick_touched(to.node);
   schedule_release(to.node);
@@ -436,14 +481,13 @@ void SimFabric::on_release(std::uint32_t sw) {
   schedule_release(sw);
 }
 
-void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo) {
+void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot) {
   Gpu& state = gpus_[gpu];
-  auto& waiting = state.delivering[fifo & 1];
-  const std::uint32_t slot = waiting.front().slot;
-  waiting.pop_front();
+  auto& waiting = state.delivering[fifo];
+  waiting.pop_front();  // the frame in `slot`
   if (!waiting.empty()) {
-    const std::uint32_t next = waiting.front().slot;
-    queue_.push(waiting.front().at, kDeliver, gpu, fifo, slots_[next].data());
+    const Link::InFlight& next = waiting.front();
+    queue_.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data, next.hint_bytes);
   }
   ++report_.frames_delivered;
   effects_.clear();

@@ -19,7 +19,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -31,6 +30,7 @@
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
+#include "packet-engine/fifo.hpp"
 #include "switch/core/switch_core.hpp"
 
 namespace ethx::sim {
@@ -74,16 +74,14 @@ class SimFabric {
     std::uint32_t bytes = 0;
   };
   struct Gpu {
-    explicit Gpu(std::size_t memory_bytes) : memory(memory_bytes) {}
-    SparseMemory memory;
     std::unique_ptr<Endpoint> endpoint;
-    std::deque<PendingIssue> issuing;  // decided, not yet handed to the engine
-    std::size_t tags_committed = 0;    // tags the `issuing` operations will take
+    Fifo<PendingIssue> issuing;      // decided, not yet handed to the engine
+    std::size_t tags_committed = 0;  // tags the `issuing` operations will take
     TimePs issue_busy_until = 0;
     TimePs completer_busy_until = 0;
     // Frames arrived (or arriving), waiting to be handed to the endpoint: [0] only responses
     // (handed over on arrival), [1] with requests (handed over when the completer is done).
-    std::array<std::deque<Link::InFlight>, 2> delivering;
+    std::array<Fifo<Link::InFlight>, 2> delivering;
     TimePs wake_pending = UINT64_MAX;
     std::vector<OpRecord> ops;  // by OpId - 1
     // The requester's liveness transitions already seen (to time the first of each).
@@ -96,8 +94,8 @@ class SimFabric {
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
   void on_tx_done(std::uint32_t link_index);
-  void on_arrival(std::uint32_t link_index);
-  void on_deliver(GpuId gpu, std::uint32_t fifo);
+  void on_arrival(std::uint32_t link_index, std::uint32_t slot);
+  void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);
   void on_wake(GpuId gpu);
   // --link-down: GPU `gpu`'s switch port goes down (or comes back up).
   void on_link_fault(GpuId gpu, bool down);
@@ -129,6 +127,11 @@ class SimFabric {
 
   const TopologyConfig& config_;
   SimTopology topology_;
+  // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
+  // time, not contents (nothing reads a value back to decide anything), so it keeps one
+  // hbm_bytes image instead of one per GPU: the completers' copies land in memory that stays
+  // in cache (docs/simulator.md, "GPU memory").
+  SparseMemory memory_;
   std::vector<Gpu> gpus_;
   std::vector<std::unique_ptr<SwitchCore>> switches_;
   std::vector<TimeNs> release_scheduled_ns_;  // per switch: kNoRelease when none is pending
@@ -136,6 +139,7 @@ class SimFabric {
   std::vector<wire::Frame> slots_;  // frames in flight on links or in the completer
   std::vector<std::uint32_t> free_slots_;
   EventQueue queue_;
+  SerializationTable serialization_;
   TimePs now_ = 0;
   TimePs issue_ps_, completer_ps_;
   Workload* workload_ = nullptr;

@@ -10,15 +10,34 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <vector>
 
 #include "fabric/sim/sim_event_queue.hpp"
+#include "packet-engine/fifo.hpp"
 
 namespace ethx::sim {
 
 // Picoseconds the wire is busy with a frame of `frame_bytes` (Ethernet framing included) at
 // `rate_gbps`, rounded to the nearest picosecond.
 TimePs serialization_ps(std::size_t frame_bytes, double rate_gbps);
+
+// serialization_ps at one rate, remembered by frame size: every transmission asks, and the
+// division and rounding cost a third of sending a frame. Same results, by construction.
+class SerializationTable {
+ public:
+  explicit SerializationTable(double rate_gbps) : rate_gbps_(rate_gbps) {}
+  TimePs operator()(std::size_t frame_bytes, double rate_gbps) {
+    if (rate_gbps != rate_gbps_) return serialization_ps(frame_bytes, rate_gbps);
+    if (frame_bytes >= ps_.size()) ps_.resize(frame_bytes + 1, 0);
+    TimePs& ps = ps_[frame_bytes];
+    if (ps == 0) ps = serialization_ps(frame_bytes, rate_gbps);  // never 0: 84 B at least
+    return ps;
+  }
+
+ private:
+  double rate_gbps_;
+  std::vector<TimePs> ps_;  // by frame bytes; 0 until computed
+};
 
 // Where a link ends.
 enum class NodeKind : std::uint8_t { kGpu, kSwitch };
@@ -41,8 +60,10 @@ struct Link {
   struct InFlight {
     TimePs at;
     std::uint32_t slot;
+    std::uint32_t hint_bytes;  // how much of the frame its event will read
+    const std::byte* data;     // the frame's bytes: the next event's prefetch hint
   };
-  std::deque<InFlight> in_flight;
+  Fifo<InFlight> in_flight;
   TimePs free_at = 0;         // the wire is busy with a frame until then
   bool kick_pending = false;  // a kTxDone event will start the next waiting frame
   std::uint64_t frames_sent = 0;

@@ -24,4 +24,13 @@ class SparseMemory {
   std::size_t size_ = 0;
 };
 
+// Best effort, process-wide, for a simulator run: grows glibc malloc's heap by `bytes` now,
+// asks for transparent huge pages on that stretch (madvise), and has malloc keep what is freed
+// instead of giving it back, so the frame buffers allocated next (hundreds of megabytes at 1024
+// GPUs, each touched once in a hundred thousand events) cost one TLB entry per 2 MiB instead
+// of one per 4 KiB. Only the addresses are reserved: pages are allocated when touched. False
+// when the heap did not grow or madvise refused (no THP, not glibc); malloc's settings may have
+// changed either way.
+bool grow_heap_with_huge_pages(std::size_t bytes);
+
 }  // namespace ethx::sim

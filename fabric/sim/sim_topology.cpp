@@ -26,6 +26,7 @@ class Builder {
       : config_(config), topology_(topology) {}
 
   std::uint32_t add_switch(std::string name, SwitchConfig switch_config) {
+    switch_config.crc = config_.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
     topology_.switch_names.push_back(std::move(name));
     topology_.egress_link.emplace_back(switch_config.ports.size(), kNoLink);
     topology_.switches.push_back(std::move(switch_config));

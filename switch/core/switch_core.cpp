@@ -87,13 +87,23 @@ SwitchCore::SwitchCore(SwitchConfig config)
 
 void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, TimeNs now,
                           std::vector<PortId>& egress_touched) {
+  receive(ingress, Incoming{frame}, now, egress_touched);
+}
+
+void SwitchCore::on_owned_frame(PortId ingress, wire::Frame& frame, TimeNs now,
+                                std::vector<PortId>& egress_touched) {
+  receive(ingress, Incoming{frame, &frame}, now, egress_touched);
+}
+
+void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
+                         std::vector<PortId>& egress_touched) {
   if (ingress >= ports_.size()) {
     ++drops_bad_port_;
     return;
   }
   Port& in = ports_[ingress];
   ++in.counters.rx_frames;
-  in.counters.rx_bytes += frame.size();
+  in.counters.rx_bytes += frame.bytes.size();
   if (!in.up) {
     // A down link delivers nothing; a runtime racing the link-state change may still call us.
     ++in.counters.drops_link_down;
@@ -103,7 +113,6 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
   if (!in.held.empty() && now >= in.stalled_until_ns) release_port(ingress, now, egress_touched);
 
   // Injected faults act as the link would: before anything in the switch sees the frame.
-  bool reorder = false;
   bool spike = false;
   if (in.faults.any()) {
     std::uniform_real_distribution<double> chance(0.0, 1.0);
@@ -111,15 +120,18 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
       ++in.counters.faults_dropped;
       return;
     }
-    if (in.faults.corrupt_rate > 0 && !frame.empty() &&
+    if (in.faults.corrupt_rate > 0 && !frame.bytes.empty() &&
         chance(fault_rng_) < in.faults.corrupt_rate) {
       ++in.counters.faults_corrupted;
-      corrupted_.assign(frame.begin(), frame.end());
+      corrupted_.assign(frame.bytes.begin(), frame.bytes.end());
+      // A frame without its CRC gets it now, so the flip is caught as on a wire.
+      if (config_.crc == wire::Crc::kOff) wire::fill_crc(corrupted_);
       const std::uint64_t bit = fault_rng_() % (corrupted_.size() * 8);
       corrupted_[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
-      frame = corrupted_;
+      // The damaged copy goes on; the runtime's buffer keeps the intact bytes.
+      frame = Incoming{corrupted_, nullptr, false, true};
     }
-    reorder = in.faults.reorder_rate > 0 && chance(fault_rng_) < in.faults.reorder_rate;
+    frame.reorder = in.faults.reorder_rate > 0 && chance(fault_rng_) < in.faults.reorder_rate;
     // A frame behind a running stall cannot start another one: it is already waiting.
     spike = now >= in.stalled_until_ns && in.faults.delay_spike_rate > 0 &&
             in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
@@ -130,20 +142,36 @@ void SwitchCore::on_frame(PortId ingress, std::span<const std::byte> frame, Time
   }
   // Checked even when the faults were cleared meanwhile: a stall that began still runs out.
   if (now < in.stalled_until_ns) {
-    hold(in, frame, reorder);
+    hold(in, frame);
     return;
   }
-  forward(ingress, frame, now, reorder, egress_touched);
+  forward(ingress, frame, now, egress_touched);
 }
 
-void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeNs now, bool reorder,
+bool SwitchCore::admit_fabric(Port& in, const Incoming& frame) {
+  wire::FrameView view;
+  const wire::DecodeError error =
+      wire::decode_frame(frame.bytes, view, frame.corrupted ? wire::Crc::kOn : config_.crc);
+  if (error != wire::DecodeError::kOk) {
+    count_malformed(in.counters, error);
+    return false;
+  }
+  // The completer trusts the frame's source GPU for partition and rights checks.
+  if (in.bound && view.src_gpu != in.bound_gpu) {
+    ++in.counters.drops_spoofed;
+    return false;
+  }
+  return true;
+}
+
+void SwitchCore::forward(PortId ingress, const Incoming& frame, TimeNs now,
                          std::vector<PortId>& egress_touched) {
   Port& in = ports_[ingress];
   MacAddr dst;
   MacAddr src;
   std::uint16_t ether_type = 0;
-  if (frame.size() < wire::kEthernetHeaderBytes ||
-      !wire::peek_ethernet(frame, dst, src, ether_type)) {
+  if (frame.bytes.size() < wire::kEthernetHeaderBytes ||
+      !wire::peek_ethernet(frame.bytes, dst, src, ether_type)) {
     count_malformed(in.counters, wire::DecodeError::kTruncatedEthernet);
     return;
   }
@@ -155,19 +183,7 @@ void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeN
   // Only our own protocol is validated: a corrupt fabric frame would otherwise reach a GPU's
   // engine and be counted there, far from the link that damaged it. Other traffic (ARP, IPv4,
   // RoCE) is not ours to judge and is switched by MAC alone.
-  if (ether_type == wire::kEtherTypeFabric) {
-    wire::FrameView view;
-    const wire::DecodeError error = wire::decode_frame(frame, view);
-    if (error != wire::DecodeError::kOk) {
-      count_malformed(in.counters, error);
-      return;
-    }
-    // The completer trusts the frame's source GPU for partition and rights checks.
-    if (in.bound && view.src_gpu != in.bound_gpu) {
-      ++in.counters.drops_spoofed;
-      return;
-    }
-  }
+  if (ether_type == wire::kEtherTypeFabric && !admit_fabric(in, frame)) return;
 
   if (config_.learning && !src.is_multicast()) learn(src, ingress);
 
@@ -176,10 +192,10 @@ void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeN
     const PortId egress = route->second.port;
     if (egress == ingress) {
       ++in.counters.drops_hairpin;
-    } else if (enqueue(egress, ingress, frame, now)) {
+    } else if (enqueue(egress, ingress, frame.bytes, frame.owner, now)) {
       egress_touched.push_back(egress);
-      std::deque<QueuedFrame>& queue = ports_[egress].queue;
-      if (reorder && queue.size() >= 2) {
+      Fifo<QueuedFrame>& queue = ports_[egress].queue;
+      if (frame.reorder && queue.size() >= 2) {
         std::swap(queue[queue.size() - 1], queue[queue.size() - 2]);
         ++in.counters.faults_reordered;
       }
@@ -189,21 +205,24 @@ void SwitchCore::forward(PortId ingress, std::span<const std::byte> frame, TimeN
   // Learned entries are only ever unicast, so broadcast and multicast always land here too.
   if (config_.learning) {
     ++in.counters.flooded_frames;
-    flood(ingress, frame, now, egress_touched);
+    flood(ingress, frame.bytes, now, egress_touched);
   } else {
     ++in.counters.drops_unknown_destination;
   }
 }
 
-void SwitchCore::hold(Port& in, std::span<const std::byte> frame, bool reorder) {
+void SwitchCore::hold(Port& in, const Incoming& frame) {
   // A stalled link still has only so much buffer: the port's queue limit, as for egress.
-  if (in.held_bytes + frame.size() > in.queue_bytes_limit) {
+  if (in.held_bytes + frame.bytes.size() > in.queue_bytes_limit) {
     ++in.counters.drops_queue_full;
     return;
   }
   if (in.held.empty()) ++ports_holding_;
-  in.held.push_back(HeldFrame{wire::Frame(frame.begin(), frame.end()), reorder});
-  in.held_bytes += frame.size();
+  const std::size_t frame_bytes = frame.bytes.size();
+  wire::Frame bytes =
+      frame.owner ? std::move(*frame.owner) : wire::Frame(frame.bytes.begin(), frame.bytes.end());
+  in.held.push_back(HeldFrame{std::move(bytes), frame.reorder, frame.corrupted});
+  in.held_bytes += frame_bytes;
   ++in.counters.faults_delayed;
 }
 
@@ -213,8 +232,9 @@ void SwitchCore::release_port(PortId ingress, TimeNs now, std::vector<PortId>& e
   released.swap(ports_[ingress].held);
   ports_[ingress].held_bytes = 0;
   --ports_holding_;
-  for (const HeldFrame& frame : released) {
-    forward(ingress, frame.bytes, now, frame.reorder, egress_touched);
+  for (HeldFrame& frame : released) {
+    forward(ingress, Incoming{frame.bytes, &frame.bytes, frame.reorder, frame.corrupted}, now,
+            egress_touched);
   }
 }
 
@@ -253,9 +273,19 @@ std::size_t SwitchCore::held_frames(PortId ingress) const {
 }
 
 void SwitchCore::learn(const MacAddr& src, PortId ingress) {
-  const auto [it, inserted] = routes_.try_emplace(src.as_u64(), Route{ingress, false});
-  // A station that moved is found on its new port; static entries never move.
-  if (!inserted && !it->second.is_static) it->second.port = ingress;
+  Port& port = ports_[ingress];
+  const std::uint64_t key = src.as_u64();
+  if (port.learned_src == key && port.learned_epoch == routes_epoch_) return;
+  const auto [it, inserted] = routes_.try_emplace(key, Route{ingress, false});
+  if (inserted) {
+    ++routes_epoch_;
+  } else if (!it->second.is_static && it->second.port != ingress) {
+    // A station that moved is found on its new port; static entries never move.
+    it->second.port = ingress;
+    ++routes_epoch_;
+  }
+  port.learned_src = key;
+  port.learned_epoch = routes_epoch_;
 }
 
 void SwitchCore::flood(PortId ingress, std::span<const std::byte> frame, TimeNs now,
@@ -264,12 +294,12 @@ void SwitchCore::flood(PortId ingress, std::span<const std::byte> frame, TimeNs 
   for (PortId egress = 0; egress < port_total; ++egress) {
     // Down ports are simply not part of the flood domain, so they are not counted as drops.
     if (egress == ingress || !ports_[egress].up) continue;
-    if (enqueue(egress, ingress, frame, now)) egress_touched.push_back(egress);
+    if (enqueue(egress, ingress, frame, nullptr, now)) egress_touched.push_back(egress);
   }
 }
 
 bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame,
-                         TimeNs now) {
+                         wire::Frame* owner, TimeNs now) {
   Port& out = ports_[egress];
   if (!out.up) {
     ++out.counters.drops_link_down;
@@ -279,7 +309,8 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
     ++out.counters.drops_queue_full;
     return false;
   }
-  out.queue.push_back(QueuedFrame{wire::Frame(frame.begin(), frame.end()), now, ingress});
+  wire::Frame bytes = owner ? std::move(*owner) : wire::Frame(frame.begin(), frame.end());
+  out.queue.push_back(QueuedFrame{std::move(bytes), now, ingress});
   out.queued_bytes += frame.size();
   if (out.queued_bytes > out.counters.queue_bytes_high_water) {
     out.counters.queue_bytes_high_water = out.queued_bytes;
@@ -368,6 +399,7 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   std::erase_if(routes_, [port](const auto& entry) {
     return !entry.second.is_static && entry.second.port == port;
   });
+  ++routes_epoch_;
 }
 
 bool SwitchCore::port_up(PortId port) const {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "address-map/fabric_types.hpp"
+#include "packet-engine/fifo.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
 
@@ -77,6 +78,11 @@ struct SwitchConfig {
   std::vector<PortBinding> port_bindings;
   std::vector<std::pair<PortId, PortFaults>> faults;  // ingress port -> faults
   std::uint64_t fault_seed = 1;
+  // Whether fabric frames carry a CRC that is checked (wire::Crc). Only the simulator turns it
+  // off: its frames come from FrameBuilder (CRC field zero) and only move between its own
+  // objects. The corrupt fault then computes the frame's CRC before it flips a bit, and the
+  // damaged frame is checked as always: the same drops, the same counters.
+  wire::Crc crc = wire::Crc::kOn;
 };
 
 enum class DropReason : std::uint8_t {
@@ -131,6 +137,12 @@ class SwitchCore {
   // bad input: every rejected frame is counted instead (see docs/switch.md).
   void on_frame(PortId ingress, std::span<const std::byte> frame, TimeNs now,
                 std::vector<PortId>& egress_touched);
+  // on_frame for a runtime that has no further use for `frame`: where on_frame would copy it
+  // into one egress queue (or hold it behind a delay spike), this takes its buffer instead and
+  // leaves `frame` empty; otherwise `frame` is left as it was. The same decisions, counters
+  // and queues as on_frame: the simulator moves every frame through its switches this way.
+  void on_owned_frame(PortId ingress, wire::Frame& frame, TimeNs now,
+                      std::vector<PortId>& egress_touched);
 
   // Changes the faults `ingress` injects from now on (run-time fault injection), including its
   // link state (faults.link_down). Throws std::invalid_argument for a rate outside [0, 1] or a
@@ -152,8 +164,9 @@ class SwitchCore {
   std::size_t held_frames(PortId ingress) const;
 
   // The egress side, drained by the runtime. Out-of-range ports read as empty.
-  const QueuedFrame* front(PortId egress) const;  // nullptr if empty
-  void pop(PortId egress);                        // the runtime sent front(); counts tx
+  // nullptr if empty; valid until the next call that adds to or takes from the queue.
+  const QueuedFrame* front(PortId egress) const;
+  void pop(PortId egress);  // the runtime sent front(); counts tx
   // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
   // held is freed). `out` is left empty if there is nothing queued.
   void pop_into(PortId egress, wire::Frame& out);
@@ -173,10 +186,19 @@ class SwitchCore {
  private:
   struct HeldFrame {
     wire::Frame bytes;
-    bool reorder = false;  // drawn on arrival, applied when it is forwarded
+    bool reorder = false;    // drawn on arrival, applied when it is forwarded
+    bool corrupted = false;  // the corrupt fault flipped a bit: check its CRC
+  };
+  // A frame on its way through the core: its bytes, and the buffer holding them when the
+  // runtime handed it over (on_owned_frame) so a queue can take it instead of a copy.
+  struct Incoming {
+    std::span<const std::byte> bytes;
+    wire::Frame* owner = nullptr;
+    bool reorder = false;
+    bool corrupted = false;
   };
   struct Port {
-    std::deque<QueuedFrame> queue;
+    Fifo<QueuedFrame> queue;     // one array per port: no allocation per frame
     std::deque<HeldFrame> held;  // frames behind a delay spike, in arrival order
     std::size_t held_bytes = 0;
     TimeNs stalled_until_ns = 0;
@@ -187,8 +209,13 @@ class SwitchCore {
     bool bound = false;  // port security: only `bound_mac` / `bound_gpu` may send here
     MacAddr bound_mac;
     GpuId bound_gpu = kInvalidGpu;
+    // The source MAC this port last learned, and routes_epoch_ then: while neither changes,
+    // learning it again changes nothing, so the lookup is skipped (one per frame otherwise).
+    std::uint64_t learned_src = 0;
+    std::uint64_t learned_epoch = kNoEpoch;
     PortCounters counters;
   };
+  static constexpr std::uint64_t kNoEpoch = std::numeric_limits<std::uint64_t>::max();
   // One table for static and learned entries, so forwarding costs a single lookup. Static
   // entries are pinned: learning never moves them.
   struct Route {
@@ -197,20 +224,26 @@ class SwitchCore {
   };
 
   // The switch proper, after the link (and its faults) delivered the frame.
-  void forward(PortId ingress, std::span<const std::byte> frame, TimeNs now, bool reorder,
+  void receive(PortId ingress, Incoming frame, TimeNs now, std::vector<PortId>& egress_touched);
+  void forward(PortId ingress, const Incoming& frame, TimeNs now,
                std::vector<PortId>& egress_touched);
-  void hold(Port& in, std::span<const std::byte> frame, bool reorder);
+  // Fabric frames only: false (and counted) if the frame must be dropped.
+  bool admit_fabric(Port& in, const Incoming& frame);
+  void hold(Port& in, const Incoming& frame);
   void release_port(PortId ingress, TimeNs now, std::vector<PortId>& egress_touched);
   void drop_held(Port& port);
   void learn(const MacAddr& src, PortId ingress);
   void flood(PortId ingress, std::span<const std::byte> frame, TimeNs now,
              std::vector<PortId>& egress_touched);
   // Queues one copy on `egress`, or counts why not. True if queued.
-  bool enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame, TimeNs now);
+  // With `owner`, the queue takes its buffer instead of copying `frame`.
+  bool enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame, wire::Frame* owner,
+               TimeNs now);
 
   SwitchConfig config_;
   std::vector<Port> ports_;
   std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
+  std::uint64_t routes_epoch_ = 0;                   // bumped by every change to routes_
   std::uint64_t drops_bad_port_ = 0;
   std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
   std::mt19937_64 fault_rng_;

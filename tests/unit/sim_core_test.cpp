@@ -1,13 +1,19 @@
 // The simulator's building blocks: event order, link serialization, the [sim] config table,
-// the leaf-spine builder.
+// the leaf-spine builder, the heap on huge pages.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
 #include "fabric/sim/sim_link.hpp"
+#include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "packet-engine/wire.hpp"
 #include "switch/core/switch_core.hpp"
@@ -92,6 +98,15 @@ TEST(SimLink, SerializesA1500ByteFrameAt100GbpsWithEthernetFraming) {
   EXPECT_EQ(serialization_ps(1792, 800.0), (1792u + 24u) * 8u * 1000u / 800u);
 }
 
+TEST(SimLink, TheSerializationTableRemembersExactlyWhatTheFormulaGives) {
+  SerializationTable table(333.3);  // a rate whose times need rounding
+  for (std::size_t bytes : {9000u, 1u, 60u, 61u, 1792u, 1u, 9000u, 1500u}) {
+    EXPECT_EQ(table(bytes, 333.3), serialization_ps(bytes, 333.3)) << bytes;
+  }
+  EXPECT_EQ(table(1500, 100.0), 121'920u);  // another rate: computed, not looked up
+  EXPECT_EQ(table(1500, 333.3), serialization_ps(1500, 333.3));
+}
+
 TEST(SimConfig, SimTableHasDefaultsOverridesAndRejectsUnknownKeys) {
   const TopologyConfig defaults = load_topology("");
   EXPECT_EQ(defaults.sim_issue_ns, 20u);
@@ -102,6 +117,10 @@ TEST(SimConfig, SimTableHasDefaultsOverridesAndRejectsUnknownKeys) {
   EXPECT_EQ(custom.sim_issue_ns, 7u);
   EXPECT_EQ(custom.sim_completer_ns, 0u);
   EXPECT_EQ(custom.sim_nic_latency_ns, 99u);
+  EXPECT_FALSE(defaults.sim_crc);
+  EXPECT_FALSE(custom.sim_crc);
+  EXPECT_TRUE(parse_topology("[sim]\ncrc = true\n", "t.toml").sim_crc);
+  EXPECT_THROW(parse_topology("[sim]\ncrc = 1\n", "t.toml"), ConfigError);
   try {
     parse_topology("[sim]\nissue_nss = 7\n", "t.toml");
     FAIL() << "unknown key accepted";
@@ -175,6 +194,57 @@ TEST(SimTopology, LeafSpineRoutesRemoteGpusUpToSpineDstModSpines) {
   const Link& leaf_up = topology.links.at(topology.egress_link[1][32 + 5]);
   EXPECT_EQ(leaf_up.to.node, 2u + 5u);
   EXPECT_EQ(leaf_up.to.port, 1u);
+}
+
+// Whether the mapping in /proc/self/smaps that holds `address` may get transparent huge pages.
+bool thp_eligible(const void* address) {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t start = 0;
+    std::uintptr_t end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> start >> dash >> end && dash == '-') {
+      inside = start <= at && at < end;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return line.find('1') != std::string::npos;
+    }
+  }
+  return false;
+}
+
+// Transparent huge pages only where madvise asks for them (with "always" every heap gets them,
+// with "never" none does: nothing to tell apart).
+bool thp_on_request() {
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(enabled, modes);
+  return modes.find("[madvise]") != std::string::npos;
+}
+
+TEST(SimHeap, FrameSizedBlocksAllocatedAfterGrowingTheHeapMayUseHugePages) {
+  if (!thp_on_request()) GTEST_SKIP() << "transparent huge pages are not in madvise mode here";
+  // In a fresh child (threadsafe: re-executed, so its heap is not this process's, fragmented
+  // by the tests before): the malloc settings are the whole process's.
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* before = std::malloc(1500);
+        const bool eligible_before = thp_eligible(before);
+        const bool grown = grow_heap_with_huge_pages(std::size_t{64} << 20);
+        std::vector<void*> frames;
+        // Past the first 2 MiB boundary of the grown stretch (where madvise starts).
+        for (int i = 0; i < 4096; ++i) frames.push_back(std::malloc(1500));
+        const bool eligible_after = thp_eligible(frames.back());
+        std::fprintf(stderr, "eligible before: %d, grown: %d, eligible after: %d\n",
+                     eligible_before, grown, eligible_after);
+        std::_Exit(!eligible_before && grown && eligible_after ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  GTEST_FLAG_SET(death_test_style, style);
 }
 
 }  // namespace

@@ -172,6 +172,67 @@ TEST(SwitchCore, LearnedStationThatMovesIsFollowed) {
   EXPECT_EQ(touched, std::vector<PortId>{3});
 }
 
+TEST(SwitchCore, AStationThatMovesBackAndForthIsFollowedEveryTime) {
+  // Learning skips its table lookup while a port keeps seeing the same source and the table
+  // has not changed; a move elsewhere, and back, must still be followed.
+  SwitchCore core(config_with_ports(4, true));
+  std::vector<PortId> touched;
+  const auto where_is_b = [&] {
+    touched.clear();
+    core.on_frame(0, fabric_frame(kMacB, kMacA), 0, touched);
+    return touched;
+  };
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    core.on_frame(1, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+    core.on_frame(1, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+    EXPECT_EQ(where_is_b(), std::vector<PortId>{1});
+    core.on_frame(3, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+    EXPECT_EQ(where_is_b(), std::vector<PortId>{3});
+  }
+  // Forgotten when its link goes down, learned again on the same port when it is back.
+  core.on_frame(3, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+  core.set_port_up(3, false);
+  EXPECT_EQ(where_is_b(), (std::vector<PortId>{1, 2}));
+  core.set_port_up(3, true);
+  core.on_frame(3, fabric_frame(kBroadcastMac, kMacB), 0, touched);
+  EXPECT_EQ(where_is_b(), std::vector<PortId>{3});
+}
+
+TEST(SwitchCore, AnOwnedFrameGoingToOneQueueIsMovedThereNotCopied) {
+  SwitchConfig config = config_with_ports(3, true);
+  config.static_routes = {{kMacA, 0}, {kMacB, 1}};
+  SwitchCore core(config);
+  std::vector<PortId> touched;
+  wire::Frame frame = fabric_frame(kMacB, kMacA);
+  const wire::Frame expected = frame;
+  const std::byte* buffer = frame.data();
+  core.on_owned_frame(0, frame, 0, touched);
+  EXPECT_TRUE(frame.empty());
+  EXPECT_EQ(touched, std::vector<PortId>{1});
+  ASSERT_NE(core.front(1), nullptr);
+  EXPECT_EQ(core.front(1)->bytes, expected);
+  EXPECT_EQ(core.front(1)->bytes.data(), buffer);
+  EXPECT_EQ(core.queued_bytes(1), expected.size());
+  EXPECT_EQ(core.counters(0).rx_bytes, expected.size());
+  // pop_into hands the same buffer on.
+  wire::Frame out;
+  core.pop_into(1, out);
+  EXPECT_EQ(out.data(), buffer);
+
+  // Flooded (copies to several ports) or dropped: the runtime keeps its frame as it was.
+  wire::Frame flooded = fabric_frame(kBroadcastMac, kMacA);
+  const wire::Frame flooded_copy = flooded;
+  core.on_owned_frame(0, flooded, 0, touched);
+  EXPECT_EQ(flooded, flooded_copy);
+  EXPECT_EQ(core.queued_frames(1), 1u);
+  EXPECT_EQ(core.queued_frames(2), 1u);
+  wire::Frame hairpin = fabric_frame(kMacA, kMacB);
+  const wire::Frame hairpin_copy = hairpin;
+  core.on_owned_frame(0, hairpin, 0, touched);
+  EXPECT_EQ(hairpin, hairpin_copy);
+  EXPECT_EQ(core.counters(0).drops_hairpin, 1u);
+}
+
 TEST(SwitchCore, LearningNeverOverridesStaticRoute) {
   SwitchConfig config = config_with_ports(4, true);
   config.static_routes = {{kMacB, 1}};
@@ -585,6 +646,55 @@ TEST(SwitchFaults, CorruptedFabricFramesFailTheCrcAndAreCountedAsMalformed) {
   }
   EXPECT_EQ(intact, 0u);
   EXPECT_GT(core.counters(0).drops_malformed, 30u);
+}
+
+// A fabric frame like fabric_frame(), built with or without its CRC.
+wire::Frame fabric_frame_crc(wire::Crc crc, std::size_t payload_bytes) {
+  wire::FrameBuilder builder(wire::kDefaultFrameBytesMax, crc);
+  builder.start(wire::FrameAddress{kMacB, kMacA, 1, 2, 0});
+  wire::TxnFields fields;
+  fields.opcode = wire::Opcode::kWritePosted;
+  fields.length = static_cast<std::uint16_t>(payload_bytes);
+  auto payload = builder.append(fields, payload_bytes);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i);
+  return builder.finish();
+}
+
+TEST(SwitchFaults, WithoutCrcsTheCorruptFaultDropsTheSameFramesForTheSameReasons) {
+  // The simulator's frames carry no CRC (SwitchConfig::crc = kOff): the corrupt fault computes
+  // it before flipping a bit, so the same seed drops the same frames, counted the same way,
+  // as a switch whose frames carry their CRC; intact frames pass unchecked.
+  const auto run = [](wire::Crc crc) {
+    SwitchConfig config = config_with_ports(2, false);
+    config.static_routes = {{kMacA, 0}, {kMacB, 1}};
+    PortFaults faults;
+    faults.corrupt_rate = 0.5;
+    config.faults = {{0, faults}};
+    config.fault_seed = 3;
+    config.crc = crc;
+    SwitchCore core(config);
+    std::vector<PortId> touched;
+    std::vector<std::size_t> delivered_sizes;
+    for (std::size_t i = 0; i < 300; ++i) {
+      core.on_frame(0, fabric_frame_crc(crc, 64 + i % 7), 0, touched);
+      while (const QueuedFrame* frame = core.front(1)) {
+        delivered_sizes.push_back(frame->bytes.size());
+        core.pop(1);
+      }
+    }
+    return std::make_pair(core.counters(0), delivered_sizes);
+  };
+  const auto [with, with_delivered] = run(wire::Crc::kOn);
+  const auto [without, without_delivered] = run(wire::Crc::kOff);
+  EXPECT_GT(with.faults_corrupted, 100u);
+  EXPECT_EQ(without.faults_corrupted, with.faults_corrupted);
+  EXPECT_EQ(without.drops_malformed, with.drops_malformed);
+  EXPECT_EQ(without.malformed_by_reason, with.malformed_by_reason);
+  EXPECT_GT(malformed_bucket(without, wire::DecodeError::kBadCrc), 100u);
+  EXPECT_EQ(without_delivered, with_delivered);
+  EXPECT_EQ(without_delivered.size() + without.drops_malformed + without.drops_unknown_destination +
+                without.drops_hairpin,
+            300u);
 }
 
 TEST(SwitchFaults, ReorderingSwapsAFrameWithTheOneBeforeIt) {

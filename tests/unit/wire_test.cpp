@@ -425,6 +425,102 @@ TEST(WireCrc, RestampRefusesFramesThatDoNotDecode) {
   EXPECT_FALSE(restamp_link_fields(echo, kFlagSeq, 1, 1, 1));
 }
 
+// ---- Frames without a CRC (the simulator's Crc::kOff) ----------------------------------------
+
+// rich_frame() built without its CRC.
+Frame rich_frame_without_crc() {
+  std::vector<TxnSpec> txns = one_txn_per_opcode();
+  FrameBuilder builder(kDefaultFrameBytesMax, Crc::kOff);
+  builder.start(kAddress);
+  for (const TxnSpec& txn : {txns[0], txns[2], txns[7], txns[11], txns[9]}) {
+    auto payload = builder.append(txn.fields, txn.payload.size());
+    std::copy(txn.payload.begin(), txn.payload.end(), payload.begin());
+  }
+  return builder.finish(kFlagSeq, 77, 0, 0);
+}
+
+TEST(WireNoCrc, TheBuilderLeavesTheCrcZeroAndOnlyACrcFreeDecodeAcceptsIt) {
+  const Frame with_crc = rich_frame();
+  const Frame without = rich_frame_without_crc();
+  ASSERT_EQ(without.size(), with_crc.size());
+  // Everything but the last four bytes is the same; those are zero.
+  EXPECT_TRUE(std::equal(without.begin(), without.end() - 4, with_crc.begin()));
+  EXPECT_EQ(get_be(without, without.size() - 4, 4), 0u);
+  EXPECT_EQ(decode(without), DecodeError::kBadCrc);
+  FrameView view;
+  ASSERT_EQ(decode_frame(without, view, Crc::kOff), DecodeError::kOk);
+  EXPECT_EQ(view.txn_count, 5);
+  EXPECT_EQ(view.seq, 77u);
+}
+
+TEST(WireNoCrc, ACrcFreeDecodeStillValidatesEverythingElse) {
+  FrameView view;
+  RawFrame raw;
+  raw.version = kVersion + 1;
+  EXPECT_EQ(decode_frame(raw.encode(), view, Crc::kOff), DecodeError::kBadVersion);
+  RawFrame unknown;
+  unknown.txns[0].opcode = 0x7F;
+  EXPECT_EQ(decode_frame(unknown.encode(), view, Crc::kOff), DecodeError::kUnknownOpcode);
+  RawFrame mismatch;
+  mismatch.txn_count = 2;
+  EXPECT_EQ(decode_frame(mismatch.encode(), view, Crc::kOff), DecodeError::kTxnCountMismatch);
+}
+
+TEST(WireNoCrc, FillCrcMakesTheFrameABuilderWithCrcMakes) {
+  Frame frame = rich_frame_without_crc();
+  ASSERT_TRUE(fill_crc(frame));
+  EXPECT_EQ(frame, rich_frame());
+  Frame padded = rich_frame_without_crc();
+  padded.resize(padded.size() + 10, std::byte{0x5A});
+  ASSERT_TRUE(fill_crc(padded));
+  EXPECT_EQ(decode(padded), DecodeError::kOk);
+  EXPECT_EQ(padded.back(), std::byte{0x5A});
+  // Not fabric frames, or a body running past the end: nothing is written.
+  Frame echo =
+      make_echo_frame(default_mac_for_gpu(1), default_mac_for_gpu(2), pattern_bytes(50, 1));
+  const Frame echo_copy = echo;
+  EXPECT_FALSE(fill_crc(echo));
+  EXPECT_EQ(echo, echo_copy);
+  Frame truncated = rich_frame_without_crc();
+  truncated.resize(truncated.size() - 1);
+  const Frame truncated_copy = truncated;
+  EXPECT_FALSE(fill_crc(truncated));
+  EXPECT_EQ(truncated, truncated_copy);
+  Frame runt(kBodyOffset - 1, std::byte{0});
+  EXPECT_FALSE(fill_crc(runt));
+}
+
+TEST(WireNoCrc, RestampWithoutCrcChangesTheLinkFieldsAndLeavesTheCrcZero) {
+  Frame frame = rich_frame_without_crc();
+  EXPECT_FALSE(restamp_link_fields(frame, kFlagSeq | kFlagAck, 9, 8, 7));  // checks the CRC
+  ASSERT_TRUE(restamp_link_fields(frame, kFlagSeq | kFlagAck, 9, 8, 7, Crc::kOff));
+  FrameView view;
+  ASSERT_EQ(decode_frame(frame, view, Crc::kOff), DecodeError::kOk);
+  EXPECT_EQ(view.seq, 9u);
+  EXPECT_EQ(view.ack, 8u);
+  EXPECT_EQ(get_be(frame, frame.size() - 4, 4), 0u);
+  // The same restamp with CRCs on gives the same frame, CRC aside.
+  Frame with_crc = rich_frame();
+  ASSERT_TRUE(restamp_link_fields(with_crc, kFlagSeq | kFlagAck, 9, 8, 7));
+  ASSERT_TRUE(fill_crc(frame));
+  EXPECT_EQ(frame, with_crc);
+}
+
+TEST(WireBuilder, StartBuildsInTheBufferItIsGivenAndTheFrameIsTheSame) {
+  Frame spare;
+  spare.reserve(kDefaultFrameBytesMax);
+  spare.assign(100, std::byte{0x77});  // old contents are discarded
+  const std::byte* memory = spare.data();
+  const std::vector<TxnSpec> txns = one_txn_per_opcode();
+  FrameBuilder builder(kDefaultFrameBytesMax);
+  builder.start(kAddress, std::move(spare));
+  auto payload = builder.append(txns[2].fields, txns[2].payload.size());
+  std::copy(txns[2].payload.begin(), txns[2].payload.end(), payload.begin());
+  const Frame frame = builder.finish();
+  EXPECT_EQ(frame.data(), memory);
+  EXPECT_EQ(frame, build({txns[2]}));
+}
+
 // ---- Malformed frames: each hits one specific check. ---------------------------------------
 
 TEST(WireMalformed, TruncatedEthernetHeader) {
