@@ -78,8 +78,10 @@ std::string run_job(const ShmemRunPlan& plan, const std::string& backend, std::s
   std::vector<std::thread> threads;
   for (std::size_t pe = 0; pe < pes; ++pe) {
     threads.emplace_back([&, pe] {
-      const std::string command = "!cd /tmp && ETHX_GPU_ID=" + std::to_string(pe) + " " +
-                                  environment + " exec " + bench + (plan.quick ? " --quick" : "");
+      std::string command = "!cd /tmp && ETHX_GPU_ID=" + std::to_string(pe);
+      command += " " + environment;
+      command += " exec " + bench;
+      if (plan.quick) command += " --quick";
       try {
         GuestAgent agent(plan.log_directory, pe / plan.gpus_per_vm, kConnectTimeoutMs);
         const GuestBlock block = agent.run(command, kPeTimeoutMs);
