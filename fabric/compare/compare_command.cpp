@@ -92,6 +92,10 @@ int run_compare(const CompareOptions& options) {
     if (details.is_object() && details.contains("same_vms_load_store")) {
       systems.push_back(details["same_vms_load_store"]);
     }
+    // One OpenSHMEM binary over load/store and over RDMA, in the same VMs.
+    if (details.is_object() && details.contains("same_vms_shmem")) {
+      for (const json& system : details["same_vms_shmem"]) systems.push_back(system);
+    }
   } else {
     systems.push_back(unavailable_system(kSystemSoftRoce, transport, "no result from the hook"));
   }

@@ -1,5 +1,6 @@
 #include "fabric/compare/compare_plots.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -27,19 +28,23 @@ std::string file_safe(std::string text) {
   return text;
 }
 
-// One data file per (system, op) of `list`: "bytes value" lines sorted by size.
+// One data file per (system, op) of `list`: "bytes value" lines sorted by size. Only systems
+// whose name starts with `systems` and ops in `ops` (empty: all).
 std::vector<Series> write_series(const CompareInputs& inputs, const char* list, const char* field,
-                                 const std::filesystem::path& directory,
-                                 const std::string& prefix) {
+                                 const std::filesystem::path& directory, const std::string& prefix,
+                                 const std::string& systems = "",
+                                 const std::vector<std::string>& ops = {}) {
   std::vector<Series> series;
   for (const json& system : inputs.systems) {
     if (!system.value("available", false) || !system.contains(list)) continue;
+    if (system.value("system", std::string()).rfind(systems, 0) != 0) continue;
     std::map<std::string, std::map<std::uint64_t, double>> by_op;
     for (const json& row : system[list]) {
       by_op[row.value("op", std::string())][row.value("bytes", std::uint64_t{0})] =
           row.value(field, 0.0);
     }
     for (const auto& [op, points] : by_op) {
+      if (!ops.empty() && std::find(ops.begin(), ops.end(), op) == ops.end()) continue;
       const std::string name = system.value("system", std::string()) + " " + op;
       const std::string file = prefix + "_" + file_safe(name) + ".dat";
       std::ofstream out(directory / file);
@@ -83,6 +88,13 @@ std::vector<std::string> draw_compare_plots(const CompareInputs& inputs,
       write_series(inputs, "latency_us", "p50", directory, "latency");
   const std::vector<Series> bandwidth =
       write_series(inputs, "bandwidth_gbps", "gbps", directory, "bandwidth");
+  // The OpenSHMEM pair alone: one binary over load/store and over RDMA (shmem_systems.hpp).
+  // Puts and gets by size (p, g and fetch-add have one size: the tables have them).
+  const std::vector<std::string> put_get = {"put", "get"};
+  const std::vector<Series> shmem_latency =
+      write_series(inputs, "latency_us", "p50", directory, "shmem_latency", "ethx-shmem-", put_get);
+  const std::vector<Series> shmem_bandwidth = write_series(
+      inputs, "bandwidth_gbps", "gbps", directory, "shmem_bandwidth", "ethx-shmem-", put_get);
   // Wire efficiency from the encoders.
   std::vector<Series> wire;
   const json rows = wire_rows(inputs.wire_sizes, inputs.frame_bytes_max, inputs.path_mtu_bytes);
@@ -132,6 +144,14 @@ std::vector<std::string> draw_compare_plots(const CompareInputs& inputs,
            true, latency);
   add_plot("bandwidth", "bandwidth vs transfer size (emulator wall clock)", "Gbit/s", true,
            bandwidth);
+  script << "set key bottom right\n";  // the RDMA lines run along the top
+  add_plot("shmem_latency",
+           "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (p50, wall clock)",
+           "p50 latency (us)", true, shmem_latency);
+  add_plot("shmem_bandwidth",
+           "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (nbi window + quiet)",
+           "Gbit/s", true, shmem_bandwidth);
+  script << "set key top left\n";
   add_plot("modelled_latency",
            "modelled hardware latency (load/store: ethx sim; RoCEv2: estimate, docs/compare.md)",
            "latency (ns)", true, modelled);

@@ -8,6 +8,7 @@
 
 #include "fabric/bench/compare_wire.hpp"
 #include "fabric/compare/compare_systems.hpp"
+#include "fabric/compare/shmem_systems.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 
 namespace ethx {
@@ -215,6 +216,51 @@ std::optional<double> model_value(const json& model, const char* list, const cha
   return std::nullopt;
 }
 
+// The OpenSHMEM pair: one binary over load/store and over RDMA in the same VMs (latency of
+// 8 B and of the largest common size, bandwidth at the largest common size, the fetch-add).
+void shmem_conclusions(const CompareInputs& inputs, std::vector<std::string>& out) {
+  const json* ls = find_system(inputs, kSystemShmemLoadStore);
+  const json* rdma = find_system(inputs, kSystemShmemRdma);
+  if (ls == nullptr || rdma == nullptr) return;
+  const std::string who = "load/store";
+  for (const char* op : {"get", "put", "fetch-add"}) {
+    std::vector<std::uint64_t> common;
+    for (const json& row : (*ls)["latency_us"]) {
+      const auto bytes = row.value("bytes", std::uint64_t{0});
+      if (row.value("op", std::string()) == op && find_latency(*rdma, op, bytes)) {
+        common.push_back(bytes);
+      }
+    }
+    std::sort(common.begin(), common.end());
+    for (std::size_t n = 0; n < common.size(); n += std::max<std::size_t>(common.size() - 1, 1)) {
+      const SizedLatency ours = *find_latency(*ls, op, common[n]);
+      const SizedLatency theirs = *find_latency(*rdma, op, common[n]);
+      out.push_back("The same OpenSHMEM binary in the same VMs: " + std::string(op) + " of " +
+                    size_label(common[n]) + " took " + sig3(ours.p50_us) + " µs p50 (p99 " +
+                    sig3(ours.p99_us) + ") over load/store vs " + sig3(theirs.p50_us) +
+                    " µs (p99 " + sig3(theirs.p99_us) + ") over RDMA (" +
+                    ratio_words(who, ours.p50_us, theirs.p50_us, "lower", "higher") + ").");
+    }
+  }
+  for (const char* op : {"put", "get"}) {
+    std::optional<std::uint64_t> largest;
+    for (const json& row : (*ls)["bandwidth_gbps"]) {
+      const auto bytes = row.value("bytes", std::uint64_t{0});
+      if (row.value("op", std::string()) == op && find_bandwidth(*rdma, op, bytes) &&
+          (!largest || bytes > *largest)) {
+        largest = bytes;
+      }
+    }
+    if (!largest) continue;
+    const double ours = *find_bandwidth(*ls, op, *largest);
+    const double theirs = *find_bandwidth(*rdma, op, *largest);
+    out.push_back("The same OpenSHMEM binary in the same VMs: " + std::string(op) + "s of " +
+                  size_label(*largest) + " moved " + sig3(ours) + " Gbit/s over load/store vs " +
+                  sig3(theirs) + " Gbit/s over RDMA (" +
+                  ratio_words(who, ours, theirs, "lower", "higher") + ").");
+  }
+}
+
 }  // namespace
 
 std::optional<SizedLatency> find_latency(const json& system, const std::string& op,
@@ -373,6 +419,7 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
                     ratio_words(who, ours, theirs, "lower", "higher") + ").");
     }
   }
+  shmem_conclusions(inputs, out);
   // Wire efficiency, from the encoders.
   for (std::uint32_t bytes : inputs.wire_sizes) {
     if (bytes != 64 && bytes != inputs.wire_sizes.front()) continue;

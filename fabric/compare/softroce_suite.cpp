@@ -15,6 +15,7 @@
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/vm_bench.hpp"
 #include "fabric/compare/compare_systems.hpp"
+#include "fabric/compare/shmem_systems.hpp"
 #include "fabric/compare/softroce_interop.hpp"
 #include "fabric/config/topology_config.hpp"
 #include "fabric/control/fabric_launcher.hpp"
@@ -313,6 +314,18 @@ json run_suite(const SoftRoceOptions& options) {
     report["details"]["same_vms_load_store"] = load_store_vm_system(
         bench_runs[0], bench_runs[1], transport,
         attached ? std::string("the running VMs' accelerator") : plan.accel, bench_error);
+  }
+
+  // ---- one OpenSHMEM benchmark binary over both backends in the same VMs (shmem_systems) ----
+  if (options.shmem) {
+    ShmemRunPlan shmem;
+    shmem.log_directory = logs;
+    shmem.vms = 2;
+    shmem.gpus_per_vm = attached ? std::max<std::size_t>(state->gpus_per_vm, 1) : 1;
+    shmem.transport = transport;
+    shmem.quick = options.quick;
+    report["details"]["same_vms_shmem"] = run_shmem_systems(shmem, say);
+    throw_if_stop_requested();
   }
 
   // ---- perftest: server in VM 1, client in VM 0, pinned sizes and iteration counts ----

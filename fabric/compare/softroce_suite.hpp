@@ -22,7 +22,9 @@ struct SoftRoceOptions {
   // Runs still to start after this many seconds are skipped (named in "notes").
   double time_budget_s = 600;
   bool interop = true;  // also the engine <-> rdma_rxe WRITE/READ check
-  bool quiet = false;   // no progress on stderr
+  // Also shmem_bench over both OpenSHMEM backends in the same VMs (details.same_vms_shmem).
+  bool shmem = true;
+  bool quiet = false;  // no progress on stderr
 };
 
 // Never throws for a missing prerequisite: {"available": false, "reason": "..."} instead.
@@ -32,11 +34,13 @@ struct SoftRoceOptions {
 //    "message_rate_mops": [{"op", "bytes", "batch", "mops"}], "verified", "notes": [...],
 //    "details": {"interop": {...}, "runs": [{...every perftest run: command, parsed table...}],
 //                "guests", "guests_after_perftest", "elapsed_s",
-//                "same_vms_load_store": {...}}}
+//                "same_vms_load_store": {...}, "same_vms_shmem": [{...}, {...}]}}
 // ("details" is the only key beyond the schema `ethx compare` reads.)
 // details.same_vms_load_store is a second system object of the same schema,
 // "system": "ethx-load-store-vm": `ethx-guest bench` in the same two VMs, VM 0's GPU loading
 // from and storing to VM 1's GPU through its window (and the reverse, in its details).
+// details.same_vms_shmem holds the systems "ethx-shmem-load-store" and "ethx-shmem-rdma": one
+// OpenSHMEM benchmark binary over the two backends in the same VMs (shmem_systems.hpp).
 nlohmann::json run_softroce_suite(const SoftRoceOptions& options);
 
 // The same-VM load/store system from `ethx-guest bench --json` results: `forward` from VM 0's

@@ -1,7 +1,7 @@
-/* The symmetric heap: a first-fit allocator over [heap base, + SHMEM_SYMMETRIC_SIZE) in HBM.
- * Every PE makes the same calls in the same order (the spec requires it), so every PE's
- * allocator makes the same choices and an object has the same offset everywhere. The block
- * list lives in ordinary memory: it is this PE's bookkeeping, not shared. */
+/* The symmetric heap: a first-fit allocator over [heap base, + SHMEM_SYMMETRIC_SIZE) of the
+ * symmetric memory. Every PE makes the same calls in the same order (the spec requires it), so
+ * every PE's allocator makes the same choices and an object has the same offset everywhere.
+ * The block list lives in ordinary memory: it is this PE's bookkeeping, not shared. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +23,11 @@ static size_t g_block_count;
 static size_t g_block_capacity;
 static size_t g_used_bytes;
 
-void ethx_shmem_heap_init(uint64_t hbm_offset, size_t bytes) {
+void ethx_shmem_heap_init(uint64_t offset, size_t bytes) {
   ethx_shmem_state* state = &ethx_shmem_g_state;
-  state->heap.base = (uintptr_t)(state->hbm + hbm_offset);
+  state->heap.base = (uintptr_t)(state->memory + offset);
   state->heap.bytes = bytes;
-  state->heap.hbm_offset = hbm_offset;
+  state->heap.offset = offset;
   g_block_capacity = 64;
   g_blocks = calloc(g_block_capacity, sizeof *g_blocks);
   if (g_blocks == NULL) ethx_shmem_fatal("out of memory for the heap's block list");

@@ -59,7 +59,7 @@ void ethx_shmem_check_pe(int pe, const char* function) {
 
 /* A non-negative integer from the environment with an optional K/M/G suffix; `fallback` when
  * unset. Fatal, naming the variable, when it does not parse. */
-static uint64_t env_size(const char* name, uint64_t fallback) {
+uint64_t ethx_shmem_env_size(const char* name, uint64_t fallback) {
   const char* text = getenv(name);
   if (text == NULL || *text == '\0') return fallback;
   char* end = NULL;
@@ -93,49 +93,32 @@ static int env_int(const char* name, const char* hint) {
 static const char kLaunchHint[] =
     "start OpenSHMEM programs with `oshrun -np N PROGRAM` (docs/shmem.md)";
 
-/* Opens this PE's GPU (PE k is GPU k) and holds its command registers for the job. */
-static void open_device(ethx_shmem_state* state) {
-  char error[256];
-  state->dev = ethx_dev_open_gpu((uint32_t)state->me, error, sizeof error);
-  if (state->dev == NULL) ethx_shmem_fatal("GPU %d: %s", state->me, error);
-  ethx_dev_info info;
-  ethx_dev_get_info(state->dev, &info);
-  if (info.register_map_version < 3) {
-    ethx_shmem_fatal("GPU %d speaks register map %u; shmem_quiet needs FLUSH (map 3)", state->me,
-                     info.register_map_version);
+void ethx_shmem_plan_heap(const ethx_shmem_state* state, uint64_t limit_bytes,
+                          uint64_t default_bytes, const char* what, uint64_t* heap_offset,
+                          size_t* heap_bytes) {
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  const uint64_t offset = (state->data.offset + state->data.bytes + page - 1) / page * page;
+  const uint64_t available = limit_bytes > offset ? limit_bytes - offset : 0;
+  const uint64_t wanted = ethx_shmem_env_size(
+      "SHMEM_SYMMETRIC_SIZE", default_bytes < available ? default_bytes : available);
+  if (wanted > available) {
+    ethx_shmem_fatal("SHMEM_SYMMETRIC_SIZE=%" PRIu64 " bytes exceeds what %s holds: %" PRIu64
+                     " MiB minus %" PRIu64
+                     " KiB for the library and the data segment leaves %" PRIu64 " bytes",
+                     wanted, what, limit_bytes >> 20, offset >> 10, available);
   }
-  if (info.gpu_count < (uint32_t)state->npes) {
-    ethx_shmem_fatal("%d PEs need %d GPUs; the fabric has %u", state->npes, state->npes,
-                     info.gpu_count);
-  }
-  if (ethx_dev_lock(state->dev, -1) != 0) {
-    ethx_shmem_fatal("GPU %d: %s", state->me, ethx_dev_last_error(state->dev));
-  }
-  uint64_t window_bytes = 0;
-  state->hbm = ethx_dev_hbm(state->dev, &state->hbm_bytes);
-  state->window = ethx_dev_window(state->dev, &window_bytes);
-  if (state->hbm == NULL || state->window == NULL) {
-    ethx_shmem_fatal("GPU %d: %s", state->me, ethx_dev_last_error(state->dev));
-  }
-  state->aperture_bytes = info.aperture_bytes;
+  *heap_offset = offset;
+  *heap_bytes = (size_t)wanted;
 }
 
-/* The heap gets SHMEM_SYMMETRIC_SIZE bytes (default: all of HBM the library leaves). */
-static void lay_out_memory(ethx_shmem_state* state) {
-  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  state->data = ethx_shmem_move_data_segment(ETHX_SHMEM_DATA_OFFSET, state->hbm_bytes);
-  const uint64_t heap_offset =
-      (state->data.hbm_offset + state->data.bytes + page - 1) / page * page;
-  const uint64_t available = state->hbm_bytes > heap_offset ? state->hbm_bytes - heap_offset : 0;
-  const uint64_t wanted = env_size("SHMEM_SYMMETRIC_SIZE", available);
-  if (wanted > available) {
-    ethx_shmem_fatal("SHMEM_SYMMETRIC_SIZE=%" PRIu64
-                     " bytes exceeds what the GPU's memory holds: %" PRIu64
-                     " MiB HBM minus %" PRIu64
-                     " KiB for the library and the data segment leaves %" PRIu64 " bytes",
-                     wanted, state->hbm_bytes >> 20, heap_offset >> 10, available);
+/* ETHX_SHMEM_BACKEND: load-store (default) or rdma. */
+static const ethx_shmem_backend* choose_backend(void) {
+  const char* name = getenv("ETHX_SHMEM_BACKEND");
+  if (name == NULL || *name == '\0' || strcmp(name, ethx_shmem_backend_load_store.name) == 0) {
+    return &ethx_shmem_backend_load_store;
   }
-  ethx_shmem_heap_init(heap_offset, (size_t)wanted);
+  if (strcmp(name, ethx_shmem_backend_rdma.name) == 0) return &ethx_shmem_backend_rdma;
+  ethx_shmem_fatal("ETHX_SHMEM_BACKEND=%s: not a backend (load-store or rdma)", name);
 }
 
 void shmem_init(void) {
@@ -149,18 +132,20 @@ void shmem_init(void) {
     ethx_shmem_fatal("PE %d of %d: ETHX_GPU_ID must be below ETHX_SHMEM_NPES", state->me,
                      state->npes);
   }
-  state->put_copy_min_bytes = env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
-  state->get_copy_min_bytes = env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
-  state->yield_ns = (int64_t)env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
-  state->max_sleep_ns = (long)env_size("ETHX_SHMEM_MAX_SLEEP_NS", kDefaultMaxSleepNs);
+  state->put_copy_min_bytes =
+      ethx_shmem_env_size("ETHX_SHMEM_PUT_COPY_MIN", kDefaultPutCopyMinBytes);
+  state->get_copy_min_bytes =
+      ethx_shmem_env_size("ETHX_SHMEM_GET_COPY_MIN", kDefaultGetCopyMinBytes);
+  state->yield_ns = (int64_t)ethx_shmem_env_size("ETHX_SHMEM_YIELD_NS", kDefaultYieldNs);
+  state->max_sleep_ns = (long)ethx_shmem_env_size("ETHX_SHMEM_MAX_SLEEP_NS", kDefaultMaxSleepNs);
   if (state->max_sleep_ns < 1000) state->max_sleep_ns = 1000;
   if (state->max_sleep_ns > 999999999) state->max_sleep_ns = 999999999; /* a timespec's tv_nsec */
   prctl(PR_SET_TIMERSLACK, 1000UL); /* waits sleep 1 us, not 1 us + the default 50 us */
   state->initialized = 1;           /* from here fatal errors name the PE */
   state->thread_level = SHMEM_THREAD_SINGLE;
-  open_device(state);
-  lay_out_memory(state);
-  /* Nobody writes a PE's globals or heap before that PE has moved them into HBM. */
+  state->backend = choose_backend();
+  state->backend->init(state);
+  /* Nobody writes a PE's globals or heap before that PE has moved or registered them. */
   ethx_shmem_world_barrier(1);
 }
 
@@ -182,8 +167,7 @@ void shmem_finalize(void) {
   ethx_shmem_state* state = &ethx_shmem_g_state;
   if (!state->initialized) return;
   ethx_shmem_world_barrier(1);
-  /* The data segment stays mapped: the program's globals live there until it exits. */
-  ethx_dev_unlock(state->dev);
+  state->backend->finalize(state);
   state->initialized = 0;
   state->finalized = 1;
 }

@@ -1,6 +1,9 @@
 /*
- * Where the library keeps things in each GPU's memory (HBM, BAR 2), the same on every PE, and
- * the PE's own state. Internal to the library.
+ * Where the library keeps things in each PE's symmetric memory, the same on every PE, and the
+ * PE's own state. Internal to the library. The offsets below are symmetric offsets: the
+ * load-store backend keeps all of it in the GPU's memory (HBM, BAR 2) at these offsets; the
+ * rdma backend keeps the library's memory and the heap at these offsets of one region of
+ * ordinary RAM and the data segment where the program has it (shmem_backend.h).
  *
  *   offset 0        control: barrier flags by set slot and round, the global-exit word
  *   kStagingOffset  staging: this PE's bounce buffer for copy-engine puts and gets of private
@@ -15,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ethx/gpu.h"
+#include "shmem_backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,12 +36,12 @@ extern "C" {
 #define ETHX_SHMEM_SCRATCH_BYTES (1u << 20)
 #define ETHX_SHMEM_DATA_OFFSET (ETHX_SHMEM_SCRATCH_OFFSET + ETHX_SHMEM_SCRATCH_BYTES)
 
-/* A region of local address space that is symmetric: [base, base + bytes) lives at
- * hbm_offset in every PE's HBM. */
+/* A region of local address space that is symmetric: [base, base + bytes) is at symmetric
+ * offset `offset` on every PE (in HBM, for the load-store backend). */
 typedef struct ethx_shmem_region {
   uintptr_t base;
   size_t bytes;
-  uint64_t hbm_offset;
+  uint64_t offset;
 } ethx_shmem_region;
 
 typedef struct ethx_shmem_state {
@@ -47,13 +50,14 @@ typedef struct ethx_shmem_state {
   int me;
   int npes;
   int thread_level;
+  int exiting;  /* shmem_global_exit: telling the others; failures are ignored */
   uint32_t job; /* tags flag values: stale ones of an earlier run never match */
-  ethx_dev* dev;
-  uint8_t* hbm; /* this GPU's memory, mapped */
-  uint64_t hbm_bytes;
-  volatile uint8_t* window; /* the remote window */
-  uint64_t aperture_bytes;
-  ethx_shmem_region data; /* the program's data segment, moved into HBM */
+  const ethx_shmem_backend* backend;
+  /* This PE's symmetric memory from offset 0: the library's (control, staging, scratch) and
+   * the heap. The GPU's HBM, mapped (load-store), or the registered region (rdma). */
+  uint8_t* memory;
+  uint64_t memory_bytes;
+  ethx_shmem_region data; /* the program's data segment (in HBM for load-store) */
   ethx_shmem_region heap; /* the symmetric heap */
   /* Barriers each active set has completed, by set (ETHX_SHMEM_MAX_SETS at most). */
   struct {
@@ -61,7 +65,7 @@ typedef struct ethx_shmem_state {
     uint32_t epoch;
   } sets[ETHX_SHMEM_MAX_SETS];
   unsigned set_count;
-  size_t put_copy_min_bytes; /* puts this long or longer use the copy engine */
+  size_t put_copy_min_bytes; /* load-store: puts this long or longer use the copy engine */
   size_t get_copy_min_bytes; /* gets likewise */
   int64_t yield_ns;          /* how long a wait yields before it sleeps */
   long max_sleep_ns;         /* the longest single sleep of a wait (they double up to it) */
@@ -69,26 +73,19 @@ typedef struct ethx_shmem_state {
 
 extern ethx_shmem_state ethx_shmem_g_state;
 
-/* HBM offset of symmetric [addr, addr + bytes), or UINT64_MAX if it is not symmetric. */
+/* Symmetric offset of [addr, addr + bytes), or UINT64_MAX if it is not symmetric. */
 uint64_t ethx_shmem_offset_of(const void* addr, size_t bytes);
-/* Window address of HBM offset `offset` on PE `pe`. */
-uint64_t ethx_shmem_window_addr(int pe, uint64_t offset);
-/* The window mapped at HBM offset `offset` of PE `pe`. */
-volatile void* ethx_shmem_window_ptr(int pe, uint64_t offset);
+/* The local address of symmetric offset `offset` (the inverse of ethx_shmem_offset_of). */
+void* ethx_shmem_local_addr(uint64_t offset);
 
-/* Moves the main program's writable data segment into HBM at `hbm_offset` (mapping HBM over
- * it). Returns the region; fatal on failure. */
-ethx_shmem_region ethx_shmem_move_data_segment(uint64_t hbm_offset, uint64_t hbm_limit);
-void ethx_shmem_heap_init(uint64_t hbm_offset, size_t bytes);
+/* The heap at symmetric offset `offset`, `bytes` long: state->memory + offset. */
+void ethx_shmem_heap_init(uint64_t offset, size_t bytes);
 
 /* The barrier of SHMEM_TEAM_WORLD (shmem_init, shmem_finalize, shmem_barrier_all). */
 void ethx_shmem_world_barrier(int with_quiet);
 
 /* One load of exactly `width` (1, 2, 4, 8) bytes: window accesses keep their width. */
 uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width);
-
-/* Fatal if the device latched an error, naming `what`. */
-void ethx_shmem_check_device(const char* what, int status);
 
 #ifdef __cplusplus
 }

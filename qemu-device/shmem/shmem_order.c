@@ -1,5 +1,5 @@
-/* Ordering and synchronisation: quiet and fence through the GPU's FLUSH register, the
- * dissemination barrier, global exit, and adaptive waiting. */
+/* Ordering and synchronisation: quiet and fence (the backend's), the dissemination barrier,
+ * global exit, and adaptive waiting. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ static uint64_t tagged(uint32_t value) {
 }
 
 static volatile uint64_t* local_control_word(uint64_t offset) {
-  return (volatile uint64_t*)(ethx_shmem_g_state.hbm + offset);
+  return (volatile uint64_t*)(ethx_shmem_g_state.memory + offset);
 }
 
 /* Another PE called shmem_global_exit: end with its status. */
@@ -69,13 +69,11 @@ void ethx_shmem_waiter_pause(ethx_shmem_waiter* waiter) {
 }
 
 void ethx_shmem_quiet_all(void) {
-  ethx_shmem_check_device("shmem_quiet", ethx_dev_flush(ethx_shmem_g_state.dev));
+  ethx_shmem_g_state.backend->quiet();
 }
 
-/* Stores to one PE already arrive in order (go-back-N per pair, docs/reliability.md), but a
- * copy-engine put and a store are issued by different parts of the device: fence is quiet. */
 void ethx_shmem_fence_all(void) {
-  ethx_shmem_quiet_all();
+  ethx_shmem_g_state.backend->fence();
 }
 
 void shmem_quiet(void) {
@@ -170,7 +168,7 @@ void ethx_shmem_barrier_set(const ethx_shmem_set* set, int with_quiet) {
   for (int distance = 1; distance < set->size; distance *= 2, ++round) {
     const int partner = ethx_shmem_set_pe(set, (index + distance) % set->size);
     const uint64_t offset = flag_offset(slot, round);
-    *(volatile uint64_t*)ethx_shmem_window_ptr(partner, offset) = flag_value(tag, epoch);
+    ethx_shmem_g_state.backend->store_flag(partner, offset, flag_value(tag, epoch));
     wait_for_flag(offset, tag, epoch);
   }
 }
@@ -190,20 +188,23 @@ void shmem_sync_all(void) {
   ethx_shmem_world_barrier(0);
 }
 
-/* Tells every PE (they check while they wait), then leaves. */
+/* Tells every PE (they check while they wait), then leaves. A PE that is already gone does
+ * not stop the others being told: the backend ignores failures once `exiting` is set. */
 void shmem_global_exit(int status) {
   ethx_shmem_require_init("shmem_global_exit");
+  ethx_shmem_state* state = &ethx_shmem_g_state;
   const uint64_t word = tagged((uint32_t)status + 1);
-  for (int pe = 0; pe < ethx_shmem_g_state.npes; ++pe) {
-    if (pe == ethx_shmem_g_state.me) continue;
-    *(volatile uint64_t*)ethx_shmem_window_ptr(pe, ETHX_SHMEM_GLOBAL_EXIT_OFFSET) = word;
+  state->exiting = 1;
+  for (int pe = 0; pe < state->npes; ++pe) {
+    if (pe == state->me) continue;
+    state->backend->store_flag(pe, ETHX_SHMEM_GLOBAL_EXIT_OFFSET, word);
   }
-  ethx_dev_flush(ethx_shmem_g_state.dev);
+  state->backend->quiet();
   exit(status);
 }
 
 void* ethx_shmem_scratch(void) {
-  return ethx_shmem_g_state.hbm + ETHX_SHMEM_SCRATCH_OFFSET;
+  return ethx_shmem_g_state.memory + ETHX_SHMEM_SCRATCH_OFFSET;
 }
 size_t ethx_shmem_scratch_bytes(void) {
   return ETHX_SHMEM_SCRATCH_BYTES;

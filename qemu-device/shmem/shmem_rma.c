@@ -1,36 +1,9 @@
-/* Puts and gets: plain loads and stores through the window for small transfers, the copy
- * engine for large ones (thresholds in ethx_shmem_state, measured in docs/shmem.md). */
-#include <inttypes.h>
+/* Puts and gets: checks, the own PE's transfers (memmove), and the backend for other PEs
+ * (shmem_backend.h). */
 #include <string.h>
 
 #include "shmem_core.h"
 #include "shmem_layout.h"
-
-/* The widest access (8, 4, 2, 1 bytes) that `address` is aligned for and `bytes` still
- * allows: the device carries naturally aligned 1/2/4/8-byte accesses. */
-static unsigned access_width(uintptr_t address, size_t bytes) {
-  for (unsigned width = 8; width > 1; width /= 2) {
-    if (address % width == 0 && bytes >= width) return width;
-  }
-  return 1;
-}
-
-static void store_one(volatile void* at, unsigned width, uint64_t value) {
-  switch (width) {
-    case 8:
-      *(volatile uint64_t*)at = value;
-      break;
-    case 4:
-      *(volatile uint32_t*)at = (uint32_t)value;
-      break;
-    case 2:
-      *(volatile uint16_t*)at = (uint16_t)value;
-      break;
-    default:
-      *(volatile uint8_t*)at = (uint8_t)value;
-      break;
-  }
-}
 
 uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width) {
   switch (width) {
@@ -45,31 +18,6 @@ uint64_t ethx_shmem_load_one(const volatile void* at, unsigned width) {
   }
 }
 
-void ethx_shmem_check_device(const char* what, int status) {
-  if (status == ETHX_GPU_OK) return;
-  ethx_dev_fault fault = {0, 0};
-  ethx_dev* dev = ethx_shmem_g_state.dev;
-  const int latched = status > 0 ? ethx_dev_take_error(dev, &fault) : status;
-  ethx_shmem_fatal("%s: %s (window address 0x%" PRIx64 ")%s%s", what, ethx_dev_status_name(status),
-                   fault.fault_addr, latched < 0 || status < 0 ? ": " : "",
-                   latched < 0 || status < 0 ? ethx_dev_last_error(dev) : "");
-}
-
-/* A failed load reads all-ones: only then is ERROR worth a register read. */
-static uint64_t checked_load(const volatile void* at, unsigned width, const char* what) {
-  const uint64_t value = ethx_shmem_load_one(at, width);
-  const uint64_t all_ones = width == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * width)) - 1;
-  if (value == all_ones) {
-    ethx_dev_fault fault = {0, 0};
-    const int status = ethx_dev_take_error(ethx_shmem_g_state.dev, &fault);
-    if (status != ETHX_GPU_OK) {
-      ethx_shmem_fatal("%s: %s (window address 0x%" PRIx64 ")", what, ethx_dev_status_name(status),
-                       fault.fault_addr);
-    }
-  }
-  return value;
-}
-
 static uint64_t symmetric_offset(const void* addr, size_t bytes, const char* what) {
   const uint64_t offset = ethx_shmem_offset_of(addr, bytes);
   if (offset == UINT64_MAX) {
@@ -81,80 +29,13 @@ static uint64_t symmetric_offset(const void* addr, size_t bytes, const char* wha
   return offset;
 }
 
-static void store_span(volatile uint8_t* to, const uint8_t* from, size_t bytes) {
-  while (bytes > 0) {
-    const unsigned width = access_width((uintptr_t)to, bytes);
-    uint64_t value = 0;
-    memcpy(&value, from, width);
-    store_one(to, width, value);
-    to += width;
-    from += width;
-    bytes -= width;
-  }
-}
-
-static void load_span(uint8_t* to, const volatile uint8_t* from, size_t bytes) {
-  while (bytes > 0) {
-    const unsigned width = access_width((uintptr_t)from, bytes);
-    const uint64_t value = checked_load(from, width, "shmem get");
-    memcpy(to, &value, width);
-    to += width;
-    from += width;
-    bytes -= width;
-  }
-}
-
-static void copy_engine(uint64_t src, uint64_t dst, size_t bytes, const char* what) {
-  ethx_shmem_check_device(what, ethx_dev_copy(ethx_shmem_g_state.dev, src, dst, bytes, 0));
-}
-
-/* Remote put through the copy engine: from the source's own place in HBM if it is symmetric,
- * else through this PE's staging buffer. */
-static void put_by_copy(uint64_t dest_offset, const void* src, size_t bytes, int pe) {
-  const ethx_shmem_state* state = &ethx_shmem_g_state;
-  const uint64_t src_offset = ethx_shmem_offset_of(src, bytes);
-  const uint64_t dest = ethx_shmem_window_addr(pe, dest_offset);
-  if (src_offset != UINT64_MAX) {
-    copy_engine(ethx_shmem_window_addr(state->me, src_offset), dest, bytes, "shmem put");
-    return;
-  }
-  const uint64_t staging = ethx_shmem_window_addr(state->me, ETHX_SHMEM_STAGING_OFFSET);
-  for (size_t done = 0; done < bytes;) {
-    const size_t chunk =
-        bytes - done < ETHX_SHMEM_STAGING_BYTES ? bytes - done : ETHX_SHMEM_STAGING_BYTES;
-    memcpy(state->hbm + ETHX_SHMEM_STAGING_OFFSET, (const uint8_t*)src + done, chunk);
-    copy_engine(staging, dest + done, chunk, "shmem put");
-    done += chunk;
-  }
-}
-
-static void get_by_copy(void* dest, uint64_t src_offset, size_t bytes, int pe) {
-  const ethx_shmem_state* state = &ethx_shmem_g_state;
-  const uint64_t dest_offset = ethx_shmem_offset_of(dest, bytes);
-  const uint64_t src = ethx_shmem_window_addr(pe, src_offset);
-  if (dest_offset != UINT64_MAX) {
-    copy_engine(src, ethx_shmem_window_addr(state->me, dest_offset), bytes, "shmem get");
-    return;
-  }
-  const uint64_t staging = ethx_shmem_window_addr(state->me, ETHX_SHMEM_STAGING_OFFSET);
-  for (size_t done = 0; done < bytes;) {
-    const size_t chunk =
-        bytes - done < ETHX_SHMEM_STAGING_BYTES ? bytes - done : ETHX_SHMEM_STAGING_BYTES;
-    copy_engine(src + done, staging, chunk, "shmem get");
-    memcpy((uint8_t*)dest + done, state->hbm + ETHX_SHMEM_STAGING_OFFSET, chunk);
-    done += chunk;
-  }
-}
-
 void ethx_shmem_put_bytes(void* dest, const void* src, size_t bytes, int pe) {
   if (bytes == 0) return;
   const uint64_t offset = symmetric_offset(dest, bytes, "shmem put: dest");
   if (pe == ethx_shmem_g_state.me) {
     memmove(dest, src, bytes);
-  } else if (bytes >= ethx_shmem_g_state.put_copy_min_bytes) {
-    put_by_copy(offset, src, bytes, pe);
   } else {
-    store_span(ethx_shmem_window_ptr(pe, offset), src, bytes);
+    ethx_shmem_g_state.backend->put(offset, src, bytes, pe);
   }
 }
 
@@ -163,10 +44,8 @@ void ethx_shmem_get_bytes(void* dest, const void* src, size_t bytes, int pe) {
   const uint64_t offset = symmetric_offset(src, bytes, "shmem get: source");
   if (pe == ethx_shmem_g_state.me) {
     memmove(dest, src, bytes);
-  } else if (bytes >= ethx_shmem_g_state.get_copy_min_bytes) {
-    get_by_copy(dest, offset, bytes, pe);
   } else {
-    load_span(dest, ethx_shmem_window_ptr(pe, offset), bytes);
+    ethx_shmem_g_state.backend->get(dest, offset, bytes, pe);
   }
 }
 
@@ -176,7 +55,7 @@ void ethx_shmem_put_value(void* dest, uint64_t value, unsigned width, int pe) {
     ethx_shmem_put_bytes(dest, &value, width, pe); /* little-endian: the low bytes */
     return;
   }
-  store_one(ethx_shmem_window_ptr(pe, offset), width, value);
+  ethx_shmem_g_state.backend->put_value(offset, value, width, pe);
 }
 
 uint64_t ethx_shmem_get_value(const void* src, unsigned width, int pe) {
@@ -186,5 +65,5 @@ uint64_t ethx_shmem_get_value(const void* src, unsigned width, int pe) {
     ethx_shmem_get_bytes(&value, src, width, pe);
     return value;
   }
-  return checked_load(ethx_shmem_window_ptr(pe, offset), width, "shmem g");
+  return ethx_shmem_g_state.backend->get_value(offset, width, pe);
 }

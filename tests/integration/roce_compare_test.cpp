@@ -109,10 +109,14 @@ TEST(CompareCli, QuickReportHasThreeSystemsAndPlots) {
   }
   EXPECT_GE(images, 2);
   const nlohmann::json systems = nlohmann::json::parse(read_file(out / "systems.json"));
-  // A measured Soft-RoCE brings the load/store benches of its two VMs as a 4th system.
+  // A measured Soft-RoCE brings the load/store benches of its two VMs as a 4th system, and the
+  // OpenSHMEM benchmark over both backends in the same VMs as the 5th and 6th.
   if (softroce_measured) {
-    ASSERT_EQ(systems["systems"].size(), 4u);
+    ASSERT_EQ(systems["systems"].size(), 6u);
     EXPECT_EQ(systems["systems"][3]["system"], "ethx-load-store-vm");
+    EXPECT_EQ(systems["systems"][4]["system"], "ethx-shmem-load-store");
+    EXPECT_EQ(systems["systems"][5]["system"], "ethx-shmem-rdma");
+    EXPECT_TRUE(systems["systems"][5]["available"].get<bool>()) << systems["systems"][5].dump();
   } else {
     EXPECT_EQ(systems["systems"].size(), 3u);
   }

@@ -139,6 +139,32 @@ TEST_F(VmShmem, SdkPingPongBetweenTwoVms) {
       << result.output;
 }
 
+// The rdma backend (vm_shmem_rdma_test) needs guest NICs: this fabric has none.
+TEST_F(VmShmem, RdmaOnAFabricWithoutGuestNicsSaysSo) {
+  const CommandResult result = oshrun("ptr_test", 2, "--backend rdma");
+  EXPECT_EQ(result.exit_status, 1) << result.output;
+  EXPECT_NE(result.output.find("--backend rdma needs VMs with guest NICs (Soft-RoCE, rxe0): "
+                               "fabric 'shm' was started without --guest-nics"),
+            std::string::npos)
+      << result.output;
+}
+
+// ETHX_SHMEM_BACKEND=rdma where the VMs have no RDMA device: shmem_init names the call that
+// found none and how to get one.
+TEST_F(VmShmem, RdmaWithoutAnRdmaDeviceNamesTheCallAndTheRemedy) {
+  const CommandResult result = run_command(
+      "cd " + kPrograms + " && " + kBin +
+      "/ethx run --name shm --vm 0 --per-gpu --env ETHX_SHMEM_BACKEND=rdma --env "
+      "ETHX_SHMEM_NPES=2 --env ETHX_SHMEM_JOB=7 --env ETHX_SHMEM_OOB=127.0.0.1:20000 -- "
+      "./ptr_test </dev/null 2>&1");
+  EXPECT_NE(result.exit_status, 0) << result.output;
+  EXPECT_NE(result.output.find("ETHX_SHMEM_BACKEND=rdma: ibv_get_device_list found no RDMA "
+                               "device"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("--guest-nics"), std::string::npos) << result.output;
+}
+
 TEST_F(VmShmem, OshrunBootsVmsOfItsOwnWhenNoFabricHasEnoughGpus) {
   const CommandResult result = run_command("cd " + kPrograms + " && " + kBin +
                                            "/oshrun --name none --gpus-per-vm 2 -np 2 "

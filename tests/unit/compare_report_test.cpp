@@ -11,6 +11,7 @@
 #include "fabric/compare/compare_model.hpp"
 #include "fabric/compare/compare_report.hpp"
 #include "fabric/compare/compare_systems.hpp"
+#include "fabric/compare/shmem_systems.hpp"
 #include "fabric/compare/softroce_suite.hpp"
 #include "fabric/config/topology_config.hpp"
 #include "fabric/node/roce_addressing.hpp"
@@ -267,6 +268,85 @@ TEST(CompareReport, SameVmLoadStoreIsAFourthSystemNextToSoftRoce) {
       << report;
   // The host processes' load/store is not held against the VM column.
   EXPECT_FALSE(contains(report, "for ethx-load-store-vm")) << report;
+}
+
+// shmem_bench's report (tests/shmem/README.md), as PE 0 prints it.
+json shmem_bench_report(bool window_load, long mismatches) {
+  json report = {
+      {"benchmark", "shmem_bench"},
+      {"npes", 2},
+      {"peer", 1},
+      {"quick", true},
+      {"put_latency_ns",
+       {{"8", {{"p50", 40000}, {"p99", 90000}, {"samples", 20}}},
+        {"65536", {{"p50", 800000}, {"p99", 900000}}}}},
+      {"put_bandwidth_gbps", {{"8", 0.002}, {"65536", 0.5}}},
+      {"get_latency_ns",
+       {{"8", {{"p50", 30000}, {"p99", 60000}}}, {"65536", {{"p50", 700000}, {"p99", 800000}}}}},
+      {"get_bandwidth_gbps", {{"8", 0.001}, {"65536", 0.4}}},
+      {"long_p_latency_ns", {{"p50", 35000}, {"p99", 70000}}},
+      {"long_g_latency_ns", {{"p50", 31000}, {"p99", 61000}}},
+      {"fetch_add_latency_ns", {{"p50", 50000}, {"p99", 99000}}},
+      {"fetch_add_rate_mops", 0.02},
+      {"barrier_all_latency_ns", {{"p50", 120000}, {"p99", 300000}}},
+      {"barrier_log2_npes", 1},
+      {"alltoall_gbps", {{"8", 0.001}, {"4096", 0.3}}},
+      {"window_load_latency_ns", nullptr},
+      {"mismatches", mismatches}};
+  if (window_load) report["window_load_latency_ns"] = {{"p50", 29000}, {"p99", 58000}};
+  return report;
+}
+
+TEST(CompareShmem, BenchReportBecomesASystemOfTheCompareSchema) {
+  const json system =
+      shmem_system_from_bench(kSystemShmemRdma, "rdma", shmem_bench_report(false, 0), true, "");
+  EXPECT_TRUE(system["available"].get<bool>());
+  EXPECT_TRUE(system["verified"].get<bool>());
+  ASSERT_TRUE(find_latency(system, "get", 8).has_value()) << system.dump();
+  EXPECT_DOUBLE_EQ(find_latency(system, "get", 8)->p50_us, 30.0);
+  EXPECT_DOUBLE_EQ(find_latency(system, "put", 65536)->p99_us, 900.0);
+  EXPECT_DOUBLE_EQ(find_latency(system, "g", 8)->p50_us, 31.0);
+  EXPECT_DOUBLE_EQ(find_latency(system, "fetch-add", 8)->p50_us, 50.0);
+  EXPECT_DOUBLE_EQ(*find_bandwidth(system, "put", 65536), 0.5);
+  EXPECT_DOUBLE_EQ(system["all_to_all_gbps"].get<double>(), 0.3);  // the largest block
+  EXPECT_DOUBLE_EQ(system["message_rate_mops"][0]["mops"].get<double>(), 0.02);
+  EXPECT_NE(system["notes"].dump().find("shmem_ptr is NULL for the peer"), std::string::npos);
+  // A mismatch or a PE that failed: not verified; no report at all: unavailable.
+  EXPECT_FALSE(shmem_system_from_bench(kSystemShmemRdma, "rdma", shmem_bench_report(false, 1), true,
+                                       "")["verified"]
+                   .get<bool>());
+  EXPECT_FALSE(shmem_system_from_bench(kSystemShmemRdma, "rdma", shmem_bench_report(false, 0),
+                                       false, "PE 1: exit status 1")["verified"]
+                   .get<bool>());
+  const json missing =
+      shmem_system_from_bench(kSystemShmemRdma, "rdma", json(), false, "PE 0 printed no report");
+  EXPECT_FALSE(missing["available"].get<bool>());
+  EXPECT_EQ(missing["reason"], "PE 0 printed no report");
+}
+
+TEST(CompareReport, TheShmemPairJoinsTablesAndIsComparedInTheConclusions) {
+  CompareInputs inputs = sample_inputs();
+  inputs.systems.push_back(shmem_system_from_bench(kSystemShmemLoadStore, "afpacket",
+                                                   shmem_bench_report(true, 0), true, ""));
+  json rdma_report = shmem_bench_report(false, 0);
+  rdma_report["get_latency_ns"]["8"]["p50"] = 3000000;  // 3 ms
+  rdma_report["put_bandwidth_gbps"]["65536"] = 0.05;
+  inputs.systems.push_back(
+      shmem_system_from_bench(kSystemShmemRdma, "rdma", rdma_report, true, ""));
+  const std::string report = render_compare_report(inputs);
+  EXPECT_TRUE(contains(report, "ethx-shmem-load-store get |")) << report;
+  EXPECT_TRUE(contains(report, "ethx-shmem-rdma get |")) << report;
+  EXPECT_TRUE(contains(report,
+                       "The same OpenSHMEM binary in the same VMs: get of 8 B took 30.0 µs p50 "
+                       "(p99 60.0) over load/store vs 3000 µs (p99 60.0) over RDMA (load/store "
+                       "100× lower)."))
+      << report;
+  EXPECT_TRUE(contains(report,
+                       "puts of 64 KiB moved 0.500 Gbit/s over load/store vs 0.0500 Gbit/s over "
+                       "RDMA (load/store 10.0× higher)."))
+      << report;
+  // The host processes' loads are not held against the OpenSHMEM pair.
+  EXPECT_FALSE(contains(report, "for ethx-shmem")) << report;
 }
 
 TEST(CompareReport, UnverifiedSystemIsFlagged) {
