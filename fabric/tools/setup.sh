@@ -38,7 +38,8 @@ build_sanitizers() {
   say "building the unit tests with AddressSanitizer + UBSan in build-asan/"
   cmake -S "$repo" -B "$repo/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DETHX_SANITIZE=ON \
     -DETHX_WERROR=ON >/dev/null
-  cmake --build "$repo/build-asan" -j "$jobs" --target ethx_unit_tests ethx_roce_tests
+  cmake --build "$repo/build-asan" -j "$jobs" --target ethx_unit_tests ethx_roce_tests \
+    ethx_shmem_api_tests
 }
 
 # QEMU with the ethx-gpu device and the guest image, both cached outside the repository
