@@ -59,21 +59,6 @@ std::vector<std::string> normalise(const std::vector<std::string>& args) {
   return out;
 }
 
-// Where the options end: `--`, or the first word that is not an option or an option's value.
-std::size_t program_start(const std::vector<std::string>& args, bool& has_separator) {
-  has_separator = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      has_separator = true;
-      return i;
-    }
-    if (arg.empty() || arg[0] != '-') return i;
-    if (arg.find('=') == std::string::npos && arg != "--help") ++i;  // every option has a value
-  }
-  return args.size();
-}
-
 struct BootedFabric {
   std::string name;
   bool booted = false;
@@ -152,7 +137,11 @@ OshrunOptions parse_oshrun_options(const std::vector<std::string>& raw_args) {
   const std::vector<std::string> args = normalise(raw_args);
   OshrunOptions options;
   bool has_separator = false;
-  const std::size_t start = program_start(args, has_separator);
+  // Every option but --help takes a value (unless given as --option=value).
+  const auto takes_value = [](const std::string& arg) {
+    return arg.find('=') == std::string::npos && arg != "--help";
+  };
+  const std::size_t start = program_start(args, takes_value, has_separator);
   const std::vector<std::string> option_args(args.begin(),
                                              args.begin() + static_cast<std::ptrdiff_t>(start));
   options.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(start + (has_separator ? 1 : 0)),

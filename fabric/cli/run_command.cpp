@@ -47,9 +47,15 @@ po::options_description run_option_descriptions(RunOptions& options) {
   return description;
 }
 
-// Where the options end: at `--`, or at the first word that is neither an option nor the
-// value of one.
-std::size_t program_start(const std::vector<std::string>& args, bool& has_separator) {
+bool valid_env(const std::string& entry) {
+  return agent::valid_environment_entry(entry);
+}
+
+}  // namespace
+
+std::size_t program_start(const std::vector<std::string>& args,
+                          const std::function<bool(const std::string&)>& takes_value,
+                          bool& has_separator) {
   has_separator = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -58,18 +64,10 @@ std::size_t program_start(const std::vector<std::string>& args, bool& has_separa
       return i;
     }
     if (arg.empty() || arg[0] != '-') return i;
-    const bool takes_value =
-        arg == "--name" || arg == "--vm" || arg == "--timeout-s" || arg == "--env";
-    if (takes_value) ++i;
+    if (takes_value(arg)) ++i;
   }
   return args.size();
 }
-
-bool valid_env(const std::string& entry) {
-  return agent::valid_environment_entry(entry);
-}
-
-}  // namespace
 
 std::string run_help() {
   RunOptions options;
@@ -81,7 +79,10 @@ std::string run_help() {
 RunOptions parse_run_options(const std::vector<std::string>& args) {
   RunOptions options;
   bool has_separator = false;
-  const std::size_t start = program_start(args, has_separator);
+  const auto takes_value = [](const std::string& arg) {
+    return arg == "--name" || arg == "--vm" || arg == "--timeout-s" || arg == "--env";
+  };
+  const std::size_t start = program_start(args, takes_value, has_separator);
   const std::vector<std::string> option_args(args.begin(),
                                              args.begin() + static_cast<std::ptrdiff_t>(start));
   options.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(start + (has_separator ? 1 : 0)),

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct RunOptions {
 // first word that is not an option. Throws boost::program_options::error naming the option
 // (a bad --env, --vm with --all-vms, no program).
 RunOptions parse_run_options(const std::vector<std::string>& args);
+// Where a launcher's options end and the program begins: at `--` (has_separator set), or at
+// the first word that is neither an option nor the value of one that takes_value.
+std::size_t program_start(const std::vector<std::string>& args,
+                          const std::function<bool(const std::string&)>& takes_value,
+                          bool& has_separator);
 // The usage line and the options, for --help.
 std::string run_help();
 
