@@ -29,6 +29,7 @@
 #include "fabric/transport/net/netns_topology.hpp"
 #include "fabric/vm/guest_agent.hpp"
 #include "fabric/vm/vm_plan.hpp"
+#include "tests/integration/guest_nic_support.hpp"
 #include "tests/integration/vm_test_support.hpp"
 
 namespace ethx {
@@ -40,18 +41,6 @@ constexpr std::int64_t kCommandTimeoutMs = 120'000;
 
 std::string ethx_binary() {
   return std::string(ETHX_BIN_DIR) + "/ethx";
-}
-
-// Everything but root is a failure naming what to build: these tests exist to run.
-std::string missing_prerequisite() {
-  VmPlan plan;
-  plan.guest_nics = true;
-  try {
-    locate_vm_image(plan);
-  } catch (const std::exception& error) {
-    return error.what();
-  }
-  return {};
 }
 
 class SoftRoce : public ::testing::Test {
@@ -91,7 +80,7 @@ class SoftRoce : public ::testing::Test {
 
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (taps, namespaces, AF_PACKET)";
-    const std::string missing = missing_prerequisite();
+    const std::string missing = test::missing_guest_nic_image();
     ASSERT_TRUE(missing.empty()) << missing;
     ASSERT_TRUE(up_) << "ethx up --vms 2 --guest-nics failed:\n" << up_output_;
   }

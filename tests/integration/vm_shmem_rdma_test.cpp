@@ -15,6 +15,7 @@
 
 #include "fabric/control/run_state.hpp"
 #include "fabric/vm/vm_plan.hpp"
+#include "tests/integration/guest_nic_support.hpp"
 #include "tests/integration/vm_test_support.hpp"
 
 namespace ethx {
@@ -25,17 +26,6 @@ using nlohmann::json;
 const std::string kPrograms = ETHX_SHMEM_TEST_DIR;  // the test programs, built by CMake
 const std::string kBin = ETHX_BIN_DIR;
 constexpr int kPes = 4;
-
-std::string missing_prerequisite() {
-  VmPlan plan;
-  plan.guest_nics = true;
-  try {
-    locate_vm_image(plan);
-  } catch (const std::exception& error) {
-    return error.what();
-  }
-  return {};
-}
 
 // One fabric for every test of the binary (both test suites): booted once, removed at the end.
 class RdmaFabric : public ::testing::Environment {
@@ -69,7 +59,7 @@ class ShmemRdma : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (guest NICs: taps, AF_PACKET)";
-    const std::string missing = missing_prerequisite();
+    const std::string missing = test::missing_guest_nic_image();
     ASSERT_TRUE(missing.empty()) << missing;
     ASSERT_TRUE(RdmaFabric::is_up) << "ethx up --vms 2 --gpus-per-vm 2 --guest-nics failed:\n"
                                    << RdmaFabric::up_output;
