@@ -80,7 +80,7 @@ std::string run_job(const ShmemRunPlan& plan, const std::string& backend, std::s
     threads.emplace_back([&, pe] {
       std::string command = "!cd /tmp && ETHX_GPU_ID=" + std::to_string(pe);
       command += " " + environment;
-      command += " exec " + bench;
+      command += " exec " + guest_path_of_host_file(bench);
       if (plan.quick) command += " --quick";
       try {
         GuestAgent agent(plan.log_directory, pe / plan.gpus_per_vm, kConnectTimeoutMs);

@@ -12,6 +12,12 @@
 
 namespace ethx {
 
+// Where a guest with the host's root (docs/guest-image.md) finds the host's file `host_path`
+// (absolute): the same path, except under /tmp and /run, which are each guest's own tmpfs —
+// there through the raw mount of the host's root, /run/ethx-host. (`ethx run` binds the
+// working directory instead; a command given as a string has no working directory.)
+std::string guest_path_of_host_file(const std::string& host_path);
+
 class GuestAgent {
  public:
   // The agent of VM `vm` of the fabric whose logs (and QEMU sockets) are in `log_directory`.

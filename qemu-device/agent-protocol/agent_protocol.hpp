@@ -66,6 +66,8 @@ enum class ErrorCode : std::uint16_t {
 
 // Hello/HelloReply flags.
 inline constexpr std::uint16_t kHelloSharedRoot = 1;  // the guest has /run/ethx-host
+// Where a guest with the shared root (docs/guest-image.md) keeps the host's root, read-write.
+inline constexpr const char* kGuestHostRoot = "/run/ethx-host";
 // Start flags.
 inline constexpr std::uint32_t kStartForwardStdin = 1;  // else stdin is /dev/null
 

@@ -15,8 +15,7 @@
 
 namespace ethx::guest {
 
-// Where the shared root (docs/guest-image.md) keeps the host's root, read-write.
-inline const std::filesystem::path kHostRoot = "/run/ethx-host";
+inline const std::filesystem::path kHostRoot = agent::kGuestHostRoot;
 
 struct CommandPipes {
   pid_t pid = -1;     // also the process group: the child calls setsid()
