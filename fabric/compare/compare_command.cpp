@@ -6,7 +6,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <optional>
 
 #include "fabric/bench/bench_plan.hpp"
 #include "fabric/bench/bench_totals.hpp"
@@ -34,99 +36,146 @@ std::string command_line(const CompareOptions& options, std::size_t gpus,
   return text;
 }
 
+using Progress = std::function<void(const std::string&)>;
+
+// What every phase shares: the checked options.
+struct CompareSetup {
+  std::string transport;
+  TopologyConfig topology;
+  std::filesystem::path out_dir;
+};
+
+// Checks the options; nullopt (after saying why on stderr) for exit status 2.
+std::optional<CompareSetup> prepare(const CompareOptions& options) {
+  CompareSetup setup;
+  try {
+    setup.transport = choose_transport(options.transport, "ethx compare");
+  } catch (const TransportUnavailable& error) {
+    std::cerr << error.what() << "\n";
+    return std::nullopt;
+  }
+  const std::size_t gpus = options.gpus != 0 ? options.gpus : (options.quick ? kQuickGpus : 0);
+  setup.topology = load_topology(options.config_path, gpus);
+  if (setup.topology.gpu_count < 2) {
+    std::cerr << "ethx compare: --gpus: needs at least 2 GPUs\n";
+    return std::nullopt;
+  }
+  setup.out_dir = std::filesystem::absolute(options.out_dir);
+  std::error_code error;
+  std::filesystem::create_directories(setup.out_dir, error);
+  if (error) {
+    std::cerr << "ethx compare: --out " << options.out_dir << ": " << error.message() << "\n";
+    return std::nullopt;
+  }
+  return setup;
+}
+
+// The load/store sweep and the RoCE engine suite, with their totals.
+// clang-tidy 14 reports nlohmann::json's throwing default constructor through the implicit
+// special members; nothing here is noexcept.
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct FabricSystems {
+  std::vector<json> systems;  // load/store, then the RoCE engine
+  Totals load_store_totals, roce_totals;
+  json roce_suite;
+};
+
+FabricSystems run_fabric_systems(const CompareOptions& options, const CompareSetup& setup,
+                                 const SweepPlan& plan, const Progress& progress) {
+  FabricSystems result;
+  // One fabric for both engines: the same switch process, transport, ports and nodes.
+  LaunchOptions launch;
+  launch.transport = setup.transport;
+  FabricLauncher fabric("c" + std::to_string(::getpid()), options.config_path, setup.topology,
+                        launch);
+  progress("starting ethx-switch and " + std::to_string(setup.topology.gpu_count) +
+           " ethx-node processes (transport " + setup.transport + ")");
+  fabric.start();
+  result.systems.push_back(run_load_store_system(
+      fabric.client(), setup.topology, plan, setup.transport, result.load_store_totals, progress));
+  result.roce_suite =
+      run_roce_suite(fabric.client(), setup.topology, plan, result.roce_totals, progress);
+  result.systems.push_back(
+      roce_system_from_suite(result.roce_suite, setup.transport,
+                             result.roce_totals.mismatches + result.roce_totals.errors == 0));
+  progress("stopping the fabric");
+  fabric.stop();
+  return result;
+}
+
+// Soft-RoCE, and the systems measured in its two VMs.
+std::vector<json> softroce_systems(const CompareOptions& options, const std::string& transport) {
+  std::optional<json> softroce = softroce_results(options);
+  if (!softroce) return {unavailable_system(kSystemSoftRoce, transport, "no result from the hook")};
+  std::vector<json> systems{*softroce};
+  // The load/store benches run in the same two VMs: the column to hold Soft-RoCE against.
+  const json& details = softroce->value("details", json::object());
+  if (details.is_object() && details.contains("same_vms_load_store")) {
+    systems.push_back(details["same_vms_load_store"]);
+  }
+  // One OpenSHMEM binary over load/store and over RDMA, in the same VMs.
+  if (details.is_object() && details.contains("same_vms_shmem")) {
+    for (const json& system : details["same_vms_shmem"]) systems.push_back(system);
+  }
+  return systems;
+}
+
+// The report's inputs: the systems, the wire sizes, the model and the plots (drawn into the
+// report directory). wall_seconds is left to the caller.
+CompareInputs report_inputs(const CompareOptions& options, const CompareSetup& setup,
+                            const SweepPlan& plan, const std::vector<json>& systems,
+                            const json& roce_suite, const Progress& progress) {
+  CompareInputs inputs;
+  inputs.systems = systems;
+  inputs.wire_sizes = plan.bandwidth_sizes;
+  inputs.frame_bytes_max = setup.topology.frame_bytes_max;
+  inputs.path_mtu_bytes = roce_suite["path_mtu_bytes"].get<std::uint32_t>();
+  inputs.gpus = setup.topology.gpu_count;
+  inputs.transport = setup.transport;
+  inputs.command = command_line(options, setup.topology.gpu_count, setup.transport);
+  progress("modelled hardware figures (ethx sim and the RoCE estimate)");
+  inputs.model =
+      model_figures(setup.topology, plan.latency_sizes, plan.batches, inputs.path_mtu_bytes);
+  progress("plots (gnuplot)");
+  inputs.plots = draw_compare_plots(inputs, setup.out_dir, inputs.plot_error);
+  if (inputs.plots.empty()) std::cerr << "ethx compare: no plots: " << inputs.plot_error << "\n";
+  return inputs;
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& options) {
-  std::string transport;
-  try {
-    transport = choose_transport(options.transport, "ethx compare");
-  } catch (const TransportUnavailable& error) {
-    std::cerr << error.what() << "\n";
-    return 2;
-  }
+  const std::optional<CompareSetup> setup = prepare(options);
+  if (!setup) return 2;
   const auto wall_start = std::chrono::steady_clock::now();
-  const std::size_t gpus = options.gpus != 0 ? options.gpus : (options.quick ? kQuickGpus : 0);
-  const TopologyConfig topology = load_topology(options.config_path, gpus);
-  if (topology.gpu_count < 2) {
-    std::cerr << "ethx compare: --gpus: needs at least 2 GPUs\n";
-    return 2;
-  }
-  const std::filesystem::path out_dir = std::filesystem::absolute(options.out_dir);
-  std::error_code error;
-  std::filesystem::create_directories(out_dir, error);
-  if (error) {
-    std::cerr << "ethx compare: --out " << options.out_dir << ": " << error.message() << "\n";
-    return 2;
-  }
-  auto progress = [&options](const std::string& text) {
+  const Progress progress = [&options](const std::string& text) {
     if (!options.quiet) std::cerr << "ethx compare: " << text << "\n";
   };
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
 
   const SweepPlan plan = bench_plan(options.quick).sweep;
-  std::vector<json> systems;
-  Totals load_store_totals, roce_totals;
-  json roce_suite;
-  {
-    // One fabric for both engines: the same switch process, transport, ports and nodes.
-    LaunchOptions launch;
-    launch.transport = transport;
-    FabricLauncher fabric("c" + std::to_string(::getpid()), options.config_path, topology, launch);
-    progress("starting ethx-switch and " + std::to_string(topology.gpu_count) +
-             " ethx-node processes (transport " + transport + ")");
-    fabric.start();
-    systems.push_back(run_load_store_system(fabric.client(), topology, plan, transport,
-                                            load_store_totals, progress));
-    roce_suite = run_roce_suite(fabric.client(), topology, plan, roce_totals, progress);
-    systems.push_back(roce_system_from_suite(roce_suite, transport,
-                                             roce_totals.mismatches + roce_totals.errors == 0));
-    progress("stopping the fabric");
-    fabric.stop();
-  }
+  FabricSystems fabric = run_fabric_systems(options, *setup, plan, progress);
+  std::vector<json>& systems = fabric.systems;
   progress("Soft-RoCE section");
-  if (std::optional<json> softroce = softroce_results(options)) {
-    systems.push_back(*softroce);
-    // The load/store benches run in the same two VMs: the column to hold Soft-RoCE against.
-    const json& details = softroce->value("details", json::object());
-    if (details.is_object() && details.contains("same_vms_load_store")) {
-      systems.push_back(details["same_vms_load_store"]);
-    }
-    // One OpenSHMEM binary over load/store and over RDMA, in the same VMs.
-    if (details.is_object() && details.contains("same_vms_shmem")) {
-      for (const json& system : details["same_vms_shmem"]) systems.push_back(system);
-    }
-  } else {
-    systems.push_back(unavailable_system(kSystemSoftRoce, transport, "no result from the hook"));
+  for (json& system : softroce_systems(options, setup->transport)) {
+    systems.push_back(std::move(system));
   }
-
-  CompareInputs inputs;
-  inputs.systems = systems;
-  inputs.wire_sizes = plan.bandwidth_sizes;
-  inputs.frame_bytes_max = topology.frame_bytes_max;
-  inputs.path_mtu_bytes = roce_suite["path_mtu_bytes"].get<std::uint32_t>();
-  inputs.gpus = topology.gpu_count;
-  inputs.transport = transport;
-  inputs.command = command_line(options, topology.gpu_count, transport);
-  progress("modelled hardware figures (ethx sim and the RoCE estimate)");
-  inputs.model = model_figures(topology, plan.latency_sizes, plan.batches, inputs.path_mtu_bytes);
-  progress("plots (gnuplot)");
-  inputs.plots = draw_compare_plots(inputs, out_dir, inputs.plot_error);
-  if (inputs.plots.empty()) std::cerr << "ethx compare: no plots: " << inputs.plot_error << "\n";
+  CompareInputs inputs = report_inputs(options, *setup, plan, systems, fabric.roce_suite, progress);
   inputs.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-  std::ofstream(out_dir / "report.md") << render_compare_report(inputs);
-  json raw = {{"systems", systems}, {"model", inputs.model}, {"roce_suite", roce_suite}};
-  std::ofstream(out_dir / "systems.json") << raw.dump(2) << "\n";
-  for (const auto* totals : {&load_store_totals, &roce_totals}) {
+  std::ofstream(setup->out_dir / "report.md") << render_compare_report(inputs);
+  json raw = {{"systems", systems}, {"model", inputs.model}, {"roce_suite", fabric.roce_suite}};
+  std::ofstream(setup->out_dir / "systems.json") << raw.dump(2) << "\n";
+  for (const auto* totals : {&fabric.load_store_totals, &fabric.roce_totals}) {
     for (const std::string& failed : totals->failed_runs) {
       std::cerr << "ethx compare: FAILED " << failed << "\n";
     }
   }
-  std::cout << (out_dir / "report.md").string() << "\n";
-  const bool failed = load_store_totals.mismatches + load_store_totals.errors +
-                          roce_totals.mismatches + roce_totals.errors >
+  std::cout << (setup->out_dir / "report.md").string() << "\n";
+  const bool failed = fabric.load_store_totals.mismatches + fabric.load_store_totals.errors +
+                          fabric.roce_totals.mismatches + fabric.roce_totals.errors >
                       0;
   return failed ? 1 : 0;
 }

@@ -42,25 +42,26 @@ double roce_data_ns(const LinkModel& link, std::size_t payload, std::size_t mtu,
          static_cast<double>(packets - 1) * link.serialization_ns(middle_wire);
 }
 
-}  // namespace
+LinkModel link_model(const TopologyConfig& config) {
+  return LinkModel{config.link_rate_gbps, static_cast<double>(config.link_propagation_ns),
+                   static_cast<double>(config.switch_forwarding_latency_ns),
+                   static_cast<double>(config.sim_nic_latency_ns),
+                   static_cast<double>(config.sim_completer_ns)};
+}
 
-json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t>& sizes,
-                   const std::vector<std::uint32_t>& batches, std::uint32_t path_mtu_bytes,
-                   bool run_simulator) {
-  const LinkModel link{config.link_rate_gbps, static_cast<double>(config.link_propagation_ns),
-                       static_cast<double>(config.switch_forwarding_latency_ns),
-                       static_cast<double>(config.sim_nic_latency_ns),
-                       static_cast<double>(config.sim_completer_ns)};
-  json model;
-  model["parameters"] = {{"link_rate_gbps", config.link_rate_gbps},
-                         {"link_propagation_ns", config.link_propagation_ns},
-                         {"switch_forwarding_latency_ns", config.switch_forwarding_latency_ns},
-                         {"nic_latency_ns", config.sim_nic_latency_ns},
-                         {"completer_ns", config.sim_completer_ns},
-                         {"issue_ns", config.sim_issue_ns},
-                         {"roce_doorbell_ns", kModelDoorbellNs},
-                         {"roce_path_mtu_bytes", path_mtu_bytes}};
-  model["sources"] = {
+json model_parameters(const TopologyConfig& config, std::uint32_t path_mtu_bytes) {
+  return {{"link_rate_gbps", config.link_rate_gbps},
+          {"link_propagation_ns", config.link_propagation_ns},
+          {"switch_forwarding_latency_ns", config.switch_forwarding_latency_ns},
+          {"nic_latency_ns", config.sim_nic_latency_ns},
+          {"completer_ns", config.sim_completer_ns},
+          {"issue_ns", config.sim_issue_ns},
+          {"roce_doorbell_ns", kModelDoorbellNs},
+          {"roce_path_mtu_bytes", path_mtu_bytes}};
+}
+
+json model_sources() {
+  return {
       // One literal per source, some split over lines: the adjacent pieces are meant to join.
       // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "link rate, propagation, switch forwarding, NIC and completer latencies: the topology "
@@ -81,49 +82,65 @@ json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t
       "RoCEv2 bandwidth: link rate x RoCE WRITE/READ-response wire efficiency (the engine's "
       "frame_bytes/wire_bytes); message rate: the lower of the link-bound packet rate and one "
       "doorbell per batch"};
-  json latency = json::array(), bandwidth = json::array(), rate = json::array();
+}
+
+json figure_row(const char* system, const char* op, std::uint32_t bytes, const char* field,
+                double value) {
+  return {{"system", system}, {"op", op}, {"bytes", bytes}, {field, value}};
+}
+
+// Per size: the load/store load (ethx sim, when asked to run it), then the RoCEv2 WRITE and
+// READ estimates.
+json latency_rows(const TopologyConfig& config, const LinkModel& link,
+                  const std::vector<std::uint32_t>& sizes, std::uint32_t path_mtu_bytes,
+                  bool run_simulator) {
+  const double ack_ns =
+      link.one_way_ns(roce::wire_bytes(roce::frame_bytes(roce::Opcode::kAcknowledge, 0)));
+  const double request_ns =
+      link.one_way_ns(roce::wire_bytes(roce::frame_bytes(roce::Opcode::kReadRequest, 0)));
+  const double doorbell = static_cast<double>(kModelDoorbellNs);
+  json latency = json::array();
   for (std::uint32_t size : sizes) {
     if (run_simulator) {
       const sim::SimReport report = sim::simulate(config, sim::TopologyKind::kSingle,
                                                   sim::WorkloadKind::kLoadLatency, size, 1, 1);
-      latency.push_back({{"system", kSystemLoadStore},
-                         {"op", "load"},
-                         {"bytes", size},
-                         {"ns", static_cast<double>(report.latency_p50_ps) / 1e3}});
+      latency.push_back(figure_row(kSystemLoadStore, "load", size, "ns",
+                                   static_cast<double>(report.latency_p50_ps) / 1e3));
     }
-    const double ack_ns =
-        link.one_way_ns(roce::wire_bytes(roce::frame_bytes(roce::Opcode::kAcknowledge, 0)));
-    const double request_ns =
-        link.one_way_ns(roce::wire_bytes(roce::frame_bytes(roce::Opcode::kReadRequest, 0)));
-    const double doorbell = static_cast<double>(kModelDoorbellNs);
-    latency.push_back({{"system", kSystemRoceEngine},
-                       {"op", "write"},
-                       {"bytes", size},
-                       {"ns", doorbell + roce_data_ns(link, size, path_mtu_bytes, false) +
-                                  link.completer_ns + ack_ns}});
-    latency.push_back({{"system", kSystemRoceEngine},
-                       {"op", "read"},
-                       {"bytes", size},
-                       {"ns", doorbell + request_ns + link.completer_ns +
-                                  roce_data_ns(link, size, path_mtu_bytes, true)}});
-    bandwidth.push_back(
-        {{"system", kSystemLoadStore},
-         {"op", "write"},
-         {"bytes", size},
-         {"gbps",
-          link.rate_gbps * load_store_write_cost(size, config.frame_bytes_max).efficiency}});
-    bandwidth.push_back(
-        {{"system", kSystemRoceEngine},
-         {"op", "write"},
-         {"bytes", size},
-         {"gbps", link.rate_gbps * roce_write_cost(size, path_mtu_bytes).efficiency}});
-    bandwidth.push_back(
-        {{"system", kSystemRoceEngine},
-         {"op", "read"},
-         {"bytes", size},
-         {"gbps", link.rate_gbps * roce_read_cost(size, path_mtu_bytes).efficiency}});
+    latency.push_back(figure_row(
+        kSystemRoceEngine, "write", size, "ns",
+        doorbell + roce_data_ns(link, size, path_mtu_bytes, false) + link.completer_ns + ack_ns));
+    latency.push_back(figure_row(kSystemRoceEngine, "read", size, "ns",
+                                 doorbell + request_ns + link.completer_ns +
+                                     roce_data_ns(link, size, path_mtu_bytes, true)));
   }
+  return latency;
+}
+
+// Serialization-bound: the link rate times each system's wire efficiency at the size.
+json bandwidth_rows(const TopologyConfig& config, const LinkModel& link,
+                    const std::vector<std::uint32_t>& sizes, std::uint32_t path_mtu_bytes) {
+  json bandwidth = json::array();
+  for (std::uint32_t size : sizes) {
+    bandwidth.push_back(figure_row(
+        kSystemLoadStore, "write", size, "gbps",
+        link.rate_gbps * load_store_write_cost(size, config.frame_bytes_max).efficiency));
+    bandwidth.push_back(
+        figure_row(kSystemRoceEngine, "write", size, "gbps",
+                   link.rate_gbps * roce_write_cost(size, path_mtu_bytes).efficiency));
+    bandwidth.push_back(
+        figure_row(kSystemRoceEngine, "read", size, "gbps",
+                   link.rate_gbps * roce_read_cost(size, path_mtu_bytes).efficiency));
+  }
+  return bandwidth;
+}
+
+// 8 B messages: RoCEv2 WRITEs bound by the link and by one doorbell per batch; load/store
+// posted stores bound by the link and by the issue time.
+json message_rate_rows(const TopologyConfig& config, const LinkModel& link,
+                       const std::vector<std::uint32_t>& batches, std::uint32_t path_mtu_bytes) {
   const std::uint32_t small = 8;
+  json rate = json::array();
   const double link_roce_mops =
       link.rate_gbps * 1e3 / 8.0 /
       static_cast<double>(roce_write_cost(small, path_mtu_bytes).wire_bytes);
@@ -144,9 +161,21 @@ json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t
                   {"batch", 1},
                   {"mops", std::min(link_store_mops, 1e3 / static_cast<double>(std::max<TimeNs>(
                                                                1, config.sim_issue_ns)))}});
-  model["latency_ns"] = latency;
-  model["bandwidth_gbps"] = bandwidth;
-  model["message_rate_mops"] = rate;
+  return rate;
+}
+
+}  // namespace
+
+json model_figures(const TopologyConfig& config, const std::vector<std::uint32_t>& sizes,
+                   const std::vector<std::uint32_t>& batches, std::uint32_t path_mtu_bytes,
+                   bool run_simulator) {
+  const LinkModel link = link_model(config);
+  json model;
+  model["parameters"] = model_parameters(config, path_mtu_bytes);
+  model["sources"] = model_sources();
+  model["latency_ns"] = latency_rows(config, link, sizes, path_mtu_bytes, run_simulator);
+  model["bandwidth_gbps"] = bandwidth_rows(config, link, sizes, path_mtu_bytes);
+  model["message_rate_mops"] = message_rate_rows(config, link, batches, path_mtu_bytes);
   return model;
 }
 

@@ -66,6 +66,140 @@ void plot_command(std::ofstream& script, const std::vector<Series>& series) {
   script << "\n";
 }
 
+// The wire efficiency lines, from the encoders.
+std::vector<Series> write_wire_series(const CompareInputs& inputs,
+                                      const std::filesystem::path& directory) {
+  std::vector<Series> wire;
+  const json rows = wire_rows(inputs.wire_sizes, inputs.frame_bytes_max, inputs.path_mtu_bytes);
+  for (const auto& [key, title] : std::vector<std::pair<std::string, std::string>>{
+           {"load_store_write", "load/store posted write"},
+           {"roce_write", "RoCEv2 WRITE"},
+           {"roce_read", "RoCEv2 READ responses"}}) {
+    const std::string file = "wire_" + key + ".dat";
+    std::ofstream out(directory / file);
+    for (const json& row : rows) {
+      out << row["bytes"] << " " << 100.0 * row[key]["efficiency"].get<double>() << "\n";
+    }
+    wire.push_back(Series{title, file});
+  }
+  return wire;
+}
+
+// Modelled hardware latency, one line per (system, op) of the model.
+std::vector<Series> write_modelled_series(const CompareInputs& inputs,
+                                          const std::filesystem::path& directory) {
+  std::vector<Series> modelled;
+  if (!inputs.model.is_object() || !inputs.model.contains("latency_ns")) return modelled;
+  std::map<std::string, std::map<std::uint64_t, double>> lines;
+  for (const json& row : inputs.model["latency_ns"]) {
+    lines[row["system"].get<std::string>() + " " + row["op"].get<std::string>()]
+         [row["bytes"].get<std::uint64_t>()] = row["ns"].get<double>();
+  }
+  for (const auto& [name, points] : lines) {
+    const std::string file = "modelled_" + file_safe(name) + ".dat";
+    std::ofstream out(directory / file);
+    for (const auto& [bytes, ns] : points) out << bytes << " " << ns << "\n";
+    modelled.push_back(Series{name + " (modelled)", file});
+  }
+  return modelled;
+}
+
+// The lines of every plot, their data files written into the report directory.
+struct PlotSeries {
+  std::vector<Series> latency, bandwidth, shmem_latency, shmem_bandwidth, modelled, wire;
+};
+
+PlotSeries write_plot_data(const CompareInputs& inputs, const std::filesystem::path& directory) {
+  PlotSeries series;
+  series.latency = write_series(inputs, "latency_us", "p50", directory, "latency");
+  series.bandwidth = write_series(inputs, "bandwidth_gbps", "gbps", directory, "bandwidth");
+  // The OpenSHMEM pair alone: one binary over load/store and over RDMA (shmem_systems.hpp).
+  // Puts and gets by size (p, g and fetch-add have one size: the tables have them).
+  const std::vector<std::string> put_get = {"put", "get"};
+  series.shmem_latency =
+      write_series(inputs, "latency_us", "p50", directory, "shmem_latency", "ethx-shmem-", put_get);
+  series.shmem_bandwidth = write_series(inputs, "bandwidth_gbps", "gbps", directory,
+                                        "shmem_bandwidth", "ethx-shmem-", put_get);
+  series.wire = write_wire_series(inputs, directory);
+  series.modelled = write_modelled_series(inputs, directory);
+  return series;
+}
+
+// plots.gp, one image per plot that has lines; records the image names.
+class PlotScript {
+ public:
+  PlotScript(const std::filesystem::path& directory, const std::string& terminal)
+      : script_(directory / "plots.gp"), extension_(terminal == "svg" ? ".svg" : ".png") {
+    script_ << "# Redraw with: cd <this directory> && gnuplot plots.gp\n"
+            << "set terminal " << terminal << " size 900,560\n"
+            << "set logscale x 2\nset grid\nset key top left\nset xlabel 'transfer size (bytes)'\n";
+  }
+
+  void add(const std::string& name, const std::string& title, const std::string& ylabel, bool log_y,
+           const std::vector<Series>& series) {
+    if (series.empty()) return;
+    images_.push_back(name + extension_);
+    script_ << "set output '" << images_.back() << "'\n"
+            << "set title '" << title << "'\nset ylabel '" << ylabel << "'\n"
+            << (log_y ? "set logscale y\n" : "unset logscale y\n");
+    plot_command(script_, series);
+  }
+
+  void line(const std::string& text) { script_ << text << "\n"; }
+
+  // Closes the script; the images it will draw.
+  std::vector<std::string> finish() {
+    script_.close();
+    return images_;
+  }
+
+ private:
+  std::ofstream script_;
+  std::string extension_;
+  std::vector<std::string> images_;
+};
+
+std::vector<std::string> write_plot_script(const PlotSeries& series,
+                                           const std::filesystem::path& directory,
+                                           const std::string& terminal) {
+  PlotScript script(directory, terminal);
+  script.add("latency", "p50 latency vs transfer size (emulator wall clock)", "p50 latency (us)",
+             true, series.latency);
+  script.add("bandwidth", "bandwidth vs transfer size (emulator wall clock)", "Gbit/s", true,
+             series.bandwidth);
+  script.line("set key bottom right");  // the RDMA lines run along the top
+  script.add("shmem_latency",
+             "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (p50, wall clock)",
+             "p50 latency (us)", true, series.shmem_latency);
+  script.add("shmem_bandwidth",
+             "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (nbi window + quiet)",
+             "Gbit/s", true, series.shmem_bandwidth);
+  script.line("set key top left");
+  script.add("modelled_latency",
+             "modelled hardware latency (load/store: ethx sim; RoCEv2: estimate, docs/compare.md)",
+             "latency (ns)", true, series.modelled);
+  script.add("wire_efficiency", "wire efficiency vs payload (from the encoders)",
+             "payload / wire bytes (%)", false, series.wire);
+  return script.finish();
+}
+
+// Runs plots.gp; empty if gnuplot failed or left an image empty.
+std::string run_gnuplot(const std::filesystem::path& directory,
+                        const std::vector<std::string>& images) {
+  const std::string command =
+      "cd '" + directory.string() + "' && gnuplot plots.gp > gnuplot.log 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    return "gnuplot failed; see " + (directory / "gnuplot.log").string();
+  }
+  for (const std::string& image : images) {
+    std::error_code ignored;
+    if (std::filesystem::file_size(directory / image, ignored) == 0 || ignored) {
+      return "gnuplot wrote no " + image + "; see " + (directory / "gnuplot.log").string();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string choose_gnuplot_terminal() {
@@ -83,93 +217,11 @@ std::vector<std::string> draw_compare_plots(const CompareInputs& inputs,
     error = "gnuplot is not installed or has no png/svg terminal (apt-get install gnuplot-nox)";
     return {};
   }
-  const std::string extension = terminal == "svg" ? ".svg" : ".png";
-  const std::vector<Series> latency =
-      write_series(inputs, "latency_us", "p50", directory, "latency");
-  const std::vector<Series> bandwidth =
-      write_series(inputs, "bandwidth_gbps", "gbps", directory, "bandwidth");
-  // The OpenSHMEM pair alone: one binary over load/store and over RDMA (shmem_systems.hpp).
-  // Puts and gets by size (p, g and fetch-add have one size: the tables have them).
-  const std::vector<std::string> put_get = {"put", "get"};
-  const std::vector<Series> shmem_latency =
-      write_series(inputs, "latency_us", "p50", directory, "shmem_latency", "ethx-shmem-", put_get);
-  const std::vector<Series> shmem_bandwidth = write_series(
-      inputs, "bandwidth_gbps", "gbps", directory, "shmem_bandwidth", "ethx-shmem-", put_get);
-  // Wire efficiency from the encoders.
-  std::vector<Series> wire;
-  const json rows = wire_rows(inputs.wire_sizes, inputs.frame_bytes_max, inputs.path_mtu_bytes);
-  for (const auto& [key, title] : std::vector<std::pair<std::string, std::string>>{
-           {"load_store_write", "load/store posted write"},
-           {"roce_write", "RoCEv2 WRITE"},
-           {"roce_read", "RoCEv2 READ responses"}}) {
-    const std::string file = "wire_" + key + ".dat";
-    std::ofstream out(directory / file);
-    for (const json& row : rows) {
-      out << row["bytes"] << " " << 100.0 * row[key]["efficiency"].get<double>() << "\n";
-    }
-    wire.push_back(Series{title, file});
-  }
-
-  // Modelled hardware latency, one line per (system, op) of the model.
-  std::vector<Series> modelled;
-  if (inputs.model.is_object() && inputs.model.contains("latency_ns")) {
-    std::map<std::string, std::map<std::uint64_t, double>> lines;
-    for (const json& row : inputs.model["latency_ns"]) {
-      lines[row["system"].get<std::string>() + " " + row["op"].get<std::string>()]
-           [row["bytes"].get<std::uint64_t>()] = row["ns"].get<double>();
-    }
-    for (const auto& [name, points] : lines) {
-      const std::string file = "modelled_" + file_safe(name) + ".dat";
-      std::ofstream out(directory / file);
-      for (const auto& [bytes, ns] : points) out << bytes << " " << ns << "\n";
-      modelled.push_back(Series{name + " (modelled)", file});
-    }
-  }
-
-  std::vector<std::string> images;
-  std::ofstream script(directory / "plots.gp");
-  script << "# Redraw with: cd <this directory> && gnuplot plots.gp\n"
-         << "set terminal " << terminal << " size 900,560\n"
-         << "set logscale x 2\nset grid\nset key top left\nset xlabel 'transfer size (bytes)'\n";
-  auto add_plot = [&](const std::string& name, const std::string& title, const std::string& ylabel,
-                      bool log_y, const std::vector<Series>& series) {
-    if (series.empty()) return;
-    images.push_back(name + extension);
-    script << "set output '" << images.back() << "'\n"
-           << "set title '" << title << "'\nset ylabel '" << ylabel << "'\n"
-           << (log_y ? "set logscale y\n" : "unset logscale y\n");
-    plot_command(script, series);
-  };
-  add_plot("latency", "p50 latency vs transfer size (emulator wall clock)", "p50 latency (us)",
-           true, latency);
-  add_plot("bandwidth", "bandwidth vs transfer size (emulator wall clock)", "Gbit/s", true,
-           bandwidth);
-  script << "set key bottom right\n";  // the RDMA lines run along the top
-  add_plot("shmem_latency",
-           "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (p50, wall clock)",
-           "p50 latency (us)", true, shmem_latency);
-  add_plot("shmem_bandwidth",
-           "one OpenSHMEM binary, same VMs: load/store vs RDMA backend (nbi window + quiet)",
-           "Gbit/s", true, shmem_bandwidth);
-  script << "set key top left\n";
-  add_plot("modelled_latency",
-           "modelled hardware latency (load/store: ethx sim; RoCEv2: estimate, docs/compare.md)",
-           "latency (ns)", true, modelled);
-  add_plot("wire_efficiency", "wire efficiency vs payload (from the encoders)",
-           "payload / wire bytes (%)", false, wire);
-  script.close();
-  const std::string command =
-      "cd '" + directory.string() + "' && gnuplot plots.gp > gnuplot.log 2>&1";
-  if (std::system(command.c_str()) != 0) {
-    error = "gnuplot failed; see " + (directory / "gnuplot.log").string();
+  const PlotSeries series = write_plot_data(inputs, directory);
+  std::vector<std::string> images = write_plot_script(series, directory, terminal);
+  if (std::string failure = run_gnuplot(directory, images); !failure.empty()) {
+    error = failure;
     return {};
-  }
-  for (const std::string& image : images) {
-    std::error_code ignored;
-    if (std::filesystem::file_size(directory / image, ignored) == 0 || ignored) {
-      error = "gnuplot wrote no " + image + "; see " + (directory / "gnuplot.log").string();
-      return {};
-    }
   }
   return images;
 }

@@ -187,82 +187,65 @@ json counters_json(const roce::RoceCounters& c) {
           {"error_completions", c.error_completions}};
 }
 
-}  // namespace
-
-json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
-  if (options.write_bytes > options.region_bytes || options.region_bytes == 0) {
-    throw std::invalid_argument("interop: write_bytes must be 1 .. region_bytes");
+// The engine's side of the procedure: its buffers (the WRITE's source, the READ's target),
+// registered, and one CQ and one RC QP, whose QPN and PSN go to the guest on the command line.
+class EngineQp {
+ public:
+  EngineQp(EnginePort& port, const InteropOptions& options)
+      : port_(port),
+        node_(port.node()),
+        timeout_ms_(options.timeout_ms),
+        source_(options.region_bytes),
+        readback_(options.region_bytes, std::byte{0}) {
+    for (std::size_t i = 0; i < source_.size(); ++i) {
+      source_[i] = std::byte{interop_engine_byte(i, options.seed)};
+    }
+    source_mr_ = node_.register_memory(source_, roce::kAccessLocalWrite);
+    readback_mr_ = node_.register_memory(readback_, roce::kAccessLocalWrite);
+    cq_ = node_.create_cq(16);
+    roce::QpConfig qp_config;
+    qp_config.send_cq = cq_;
+    qp_config.recv_cq = cq_;
+    qp_config.path_mtu_bytes = 1024;  // rxe on a 1500 B netdev: IB MTU 1024
+    qp_config.initial_psn = kEnginePsn;
+    const std::optional<roce::QpNum> qpn = node_.create_qp(qp_config);
+    if (!qpn) throw std::logic_error("interop: create_qp failed");
+    qpn_ = *qpn;
   }
-  const std::string host_ns = netns::host_port_namespace(options.netns_tag);
-  const std::optional<MacAddr> engine_mac = MacAddr::parse(host_port_mac());
-  const std::optional<MacAddr> guest_mac = MacAddr::parse(guest_nic_mac(options.vm));
-  const std::uint32_t engine_ip = parse_ip(host_port_ip());
-  const std::uint32_t guest_ip = parse_ip(guest_nic_ip(options.vm));
-  EnginePort port(host_ns, netns::host_port_interface(options.netns_tag), *engine_mac, engine_ip);
-  roce::RoceNode& node = port.node();
 
-  // Engine side first: its QPN and PSN go to the guest on the command line.
-  std::vector<std::byte> source(options.region_bytes);
-  std::vector<std::byte> readback(options.region_bytes, std::byte{0});
-  for (std::size_t i = 0; i < source.size(); ++i) {
-    source[i] = std::byte{interop_engine_byte(i, options.seed)};
+  roce::QpNum qpn() const { return qpn_; }
+  const std::vector<std::byte>& readback() const { return readback_; }
+  const roce::MemoryRegion& source_mr() const { return source_mr_; }
+  const roce::MemoryRegion& readback_mr() const { return readback_mr_; }
+
+  void connect(const roce::QpRemote& remote) {
+    if (!node_.connect_qp(qpn_, remote)) throw std::logic_error("interop: connect_qp failed");
   }
-  const roce::MemoryRegion source_mr = node.register_memory(source, roce::kAccessLocalWrite);
-  const roce::MemoryRegion readback_mr = node.register_memory(readback, roce::kAccessLocalWrite);
-  const roce::CqId cq = node.create_cq(16);
-  roce::QpConfig qp_config;
-  qp_config.send_cq = cq;
-  qp_config.recv_cq = cq;
-  qp_config.path_mtu_bytes = 1024;  // rxe on a 1500 B netdev: IB MTU 1024
-  qp_config.initial_psn = kEnginePsn;
-  const std::optional<roce::QpNum> qpn = node.create_qp(qp_config);
-  if (!qpn) throw std::logic_error("interop: create_qp failed");
 
-  json report;
-  report["engine_qp"] = {
-      {"qpn", *qpn}, {"psn", kEnginePsn}, {"ip", host_port_ip()}, {"mac", host_port_mac()}};
-  const std::string start = "!ethx-rxe-peer start --remote-ip " + host_port_ip() +
-                            " --remote-qpn " + std::to_string(*qpn) + " --remote-psn " +
-                            std::to_string(kEnginePsn) + " --psn " + std::to_string(kGuestPsn) +
-                            " --size " + std::to_string(options.region_bytes) + " --mtu 1024";
-  const GuestBlock started = run_while_pumping(port, agent, start, options.timeout_ms);
-  const json guest = guest_json(started.output);
-  if (started.exit_status != 0 || guest.is_null() || !guest.contains("qpn")) {
-    throw std::runtime_error("interop: `" + start + "` in the guest failed (exit " +
-                             std::to_string(started.exit_status) + "): " + started.output);
-  }
-  report["guest_qp"] = guest;
-  roce::QpRemote remote;
-  remote.mac = *guest_mac;
-  remote.ip = guest_ip;
-  remote.qpn = guest.at("qpn").get<std::uint32_t>();
-  remote.initial_psn = guest.at("psn").get<std::uint32_t>();
-  if (!node.connect_qp(*qpn, remote)) throw std::logic_error("interop: connect_qp failed");
-  const std::uint64_t guest_addr = guest.at("addr").get<std::uint64_t>();
-  const std::uint32_t rkey = guest.at("rkey").get<std::uint32_t>();
-
-  auto complete = [&](const roce::SendWr& wr, const char* what,
-                      roce::WcStatus expected = roce::WcStatus::kSuccess) {
-    if (node.post_send(*qpn, wr) != roce::PostResult::kOk) {
+  // Posts `wr`, rings the doorbell and serves until its completion: {"bytes", "us", "status"}.
+  // Throws when it does not complete in time or completes with another status.
+  json complete(const roce::SendWr& wr, const char* what,
+                roce::WcStatus expected = roce::WcStatus::kSuccess) {
+    if (node_.post_send(qpn_, wr) != roce::PostResult::kOk) {
       throw std::runtime_error(std::string("interop: post_send of the ") + what + " failed");
     }
     Effects effects;
     const std::int64_t started_ns = monotonic_ns();
-    node.ring_doorbell(*qpn, static_cast<TimeNs>(started_ns), effects);
-    port.transmit(effects);
+    node_.ring_doorbell(qpn_, static_cast<TimeNs>(started_ns), effects);
+    port_.transmit(effects);
     roce::WorkCompletion wc;
     bool done = false;
-    const bool in_time = port.pump_until(
+    const bool in_time = port_.pump_until(
         [&] {
-          done = done || node.poll_cq(cq, std::span<roce::WorkCompletion>(&wc, 1)) == 1;
+          done = done || node_.poll_cq(cq_, std::span<roce::WorkCompletion>(&wc, 1)) == 1;
           return done;
         },
-        options.timeout_ms);
+        timeout_ms_);
     const double us = static_cast<double>(monotonic_ns() - started_ns) / 1000.0;
     if (!in_time) {
       throw std::runtime_error(std::string("interop: the ") + what +
                                " did not complete in time (engine counters: " +
-                               counters_json(node.counters()).dump() + ")");
+                               counters_json(node_.counters()).dump() + ")");
     }
     if (wc.status != expected) {
       throw std::runtime_error(std::string("interop: the ") + what + " completed with " +
@@ -271,64 +254,141 @@ json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
     }
     return json{
         {"bytes", wr.sg_list.at(0).length}, {"us", us}, {"status", roce::to_string(wc.status)}};
-  };
+  }
 
-  roce::SendWr write;
-  write.wr_id = 1;
-  write.opcode = roce::WrOpcode::kRdmaWrite;
-  write.sg_list = {{source_mr.addr, options.write_bytes, source_mr.lkey}};
-  write.remote_addr = guest_addr;
-  write.rkey = rkey;
-  report["write"] = complete(write, "RDMA WRITE");
+ private:
+  EnginePort& port_;
+  roce::RoceNode& node_;
+  std::int64_t timeout_ms_;
+  std::vector<std::byte> source_;
+  std::vector<std::byte> readback_;
+  roce::MemoryRegion source_mr_;
+  roce::MemoryRegion readback_mr_;
+  roce::CqId cq_ = 0;
+  roce::QpNum qpn_ = 0;
+};
 
-  roce::SendWr read;
-  read.wr_id = 2;
-  read.opcode = roce::WrOpcode::kRdmaRead;
-  read.sg_list = {{readback_mr.addr, options.region_bytes, readback_mr.lkey}};
-  read.remote_addr = guest_addr;
-  read.rkey = rkey;
-  report["read"] = complete(read, "RDMA READ");
+// `ethx-rxe-peer start` in the guest: its QP, connected to ours; returns what it printed
+// (qpn, psn, addr, rkey). Throws with the guest's output when it fails.
+json start_guest_peer(EnginePort& port, GuestAgent& agent, const EngineQp& engine,
+                      const InteropOptions& options) {
+  const std::string start = "!ethx-rxe-peer start --remote-ip " + host_port_ip() +
+                            " --remote-qpn " + std::to_string(engine.qpn()) + " --remote-psn " +
+                            std::to_string(kEnginePsn) + " --psn " + std::to_string(kGuestPsn) +
+                            " --size " + std::to_string(options.region_bytes) + " --mtu 1024";
+  const GuestBlock started = run_while_pumping(port, agent, start, options.timeout_ms);
+  json guest = guest_json(started.output);
+  if (started.exit_status != 0 || guest.is_null() || !guest.contains("qpn")) {
+    throw std::runtime_error("interop: `" + start + "` in the guest failed (exit " +
+                             std::to_string(started.exit_status) + "): " + started.output);
+  }
+  return guest;
+}
 
-  // What the engine read: its own WRITE, then the guest's untouched pattern.
+struct ReadbackCheck {
   std::size_t mismatches = 0;
-  long first_bad = -1;
+  long first_bad = -1;  // the first byte that differs, -1 for none
+};
+
+// What the engine read: its own WRITE, then the guest's untouched pattern.
+ReadbackCheck check_readback(const std::vector<std::byte>& readback,
+                             const InteropOptions& options) {
+  ReadbackCheck check;
   for (std::size_t i = 0; i < readback.size(); ++i) {
     const std::uint8_t want =
         i < options.write_bytes ? interop_engine_byte(i, options.seed) : interop_guest_byte(i);
     if (std::to_integer<std::uint8_t>(readback[i]) != want) {
-      if (first_bad < 0) first_bad = static_cast<long>(i);
-      ++mismatches;
+      if (check.first_bad < 0) check.first_bad = static_cast<long>(i);
+      ++check.mismatches;
     }
   }
-  report["read"]["mismatches"] = mismatches;
-  report["read"]["first_bad"] = first_bad;
+  return check;
+}
 
-  // A WRITE of other bytes with a wrong rkey: rxe must NAK it (remote access error) and leave
-  // its memory alone, which the guest's byte check below proves. Last: the QP is in the error
-  // state afterwards, as an RC QP must be after a remote access error.
-  if (options.bad_rkey_write) {
-    std::vector<std::byte> other(options.write_bytes, std::byte{0xEE});
-    const roce::MemoryRegion other_mr = node.register_memory(other, roce::kAccessLocalWrite);
-    roce::SendWr bad = write;
-    bad.wr_id = 3;
-    bad.sg_list = {{other_mr.addr, options.write_bytes, other_mr.lkey}};
-    bad.rkey = rkey ^ 0x00ABCD00;
-    report["bad_rkey_write"] =
-        complete(bad, "RDMA WRITE with a wrong rkey", roce::WcStatus::kRemoteAccessError);
-    report["bad_rkey_write"]["rkey"] = bad.rkey;
-  }
+// A WRITE of other bytes with a wrong rkey: rxe must NAK it (remote access error) and leave
+// its memory alone, which the guest's byte check proves. Last: the QP is in the error state
+// afterwards, as an RC QP must be after a remote access error.
+json bad_rkey_write(roce::RoceNode& node, EngineQp& engine, const roce::SendWr& write,
+                    const InteropOptions& options) {
+  std::vector<std::byte> other(options.write_bytes, std::byte{0xEE});
+  const roce::MemoryRegion other_mr = node.register_memory(other, roce::kAccessLocalWrite);
+  roce::SendWr bad = write;
+  bad.wr_id = 3;
+  bad.sg_list = {{other_mr.addr, options.write_bytes, other_mr.lkey}};
+  bad.rkey = write.rkey ^ 0x00ABCD00;
+  json result =
+      engine.complete(bad, "RDMA WRITE with a wrong rkey", roce::WcStatus::kRemoteAccessError);
+  result["rkey"] = bad.rkey;
+  return result;
+}
 
+// `ethx-rxe-peer finish`: the guest checks its memory byte by byte. Its report (or its raw
+// output), and whether it verified.
+std::pair<json, bool> finish_guest_peer(EnginePort& port, GuestAgent& agent,
+                                        const InteropOptions& options) {
   const std::string finish = "!ethx-rxe-peer finish --seed " + std::to_string(options.seed) +
                              " --written " + std::to_string(options.write_bytes);
   const GuestBlock finished = run_while_pumping(port, agent, finish, options.timeout_ms);
   const json checked = guest_json(finished.output);
-  report["guest"] = checked.is_null() ? json(finished.output) : checked;
-  report["engine"] = counters_json(node.counters());
-  report["engine"]["arp_replies"] = port.arp_replies();
-  report["engine"]["error_naks_received"] = node.counters().error_naks_received;
   const bool guest_ok =
       finished.exit_status == 0 && !checked.is_null() && checked.value("verified", false);
-  report["verified"] = mismatches == 0 && guest_ok;
+  return {checked.is_null() ? json(finished.output) : checked, guest_ok};
+}
+
+roce::SendWr rdma_wr(std::uint64_t wr_id, roce::WrOpcode opcode, const roce::MemoryRegion& local,
+                     std::uint32_t bytes, std::uint64_t remote_addr, std::uint32_t rkey) {
+  roce::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = opcode;
+  wr.sg_list = {{local.addr, bytes, local.lkey}};
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  return wr;
+}
+
+}  // namespace
+
+json run_roce_interop(GuestAgent& agent, const InteropOptions& options) {
+  if (options.write_bytes > options.region_bytes || options.region_bytes == 0) {
+    throw std::invalid_argument("interop: write_bytes must be 1 .. region_bytes");
+  }
+  const std::optional<MacAddr> engine_mac = MacAddr::parse(host_port_mac());
+  const std::optional<MacAddr> guest_mac = MacAddr::parse(guest_nic_mac(options.vm));
+  const std::uint32_t engine_ip = parse_ip(host_port_ip());
+  const std::uint32_t guest_ip = parse_ip(guest_nic_ip(options.vm));
+  EnginePort port(netns::host_port_namespace(options.netns_tag),
+                  netns::host_port_interface(options.netns_tag), *engine_mac, engine_ip);
+  EngineQp engine(port, options);
+
+  json report;
+  report["engine_qp"] = {
+      {"qpn", engine.qpn()}, {"psn", kEnginePsn}, {"ip", host_port_ip()}, {"mac", host_port_mac()}};
+  const json guest = start_guest_peer(port, agent, engine, options);
+  report["guest_qp"] = guest;
+  engine.connect(roce::QpRemote{*guest_mac, guest_ip, guest.at("qpn").get<std::uint32_t>(),
+                                guest.at("psn").get<std::uint32_t>()});
+  const auto guest_addr = guest.at("addr").get<std::uint64_t>();
+  const auto rkey = guest.at("rkey").get<std::uint32_t>();
+
+  const roce::SendWr write = rdma_wr(1, roce::WrOpcode::kRdmaWrite, engine.source_mr(),
+                                     options.write_bytes, guest_addr, rkey);
+  report["write"] = engine.complete(write, "RDMA WRITE");
+  report["read"] = engine.complete(rdma_wr(2, roce::WrOpcode::kRdmaRead, engine.readback_mr(),
+                                           options.region_bytes, guest_addr, rkey),
+                                   "RDMA READ");
+  const ReadbackCheck readback = check_readback(engine.readback(), options);
+  report["read"]["mismatches"] = readback.mismatches;
+  report["read"]["first_bad"] = readback.first_bad;
+  if (options.bad_rkey_write) {
+    report["bad_rkey_write"] = bad_rkey_write(port.node(), engine, write, options);
+  }
+
+  const auto [checked, guest_ok] = finish_guest_peer(port, agent, options);
+  report["guest"] = checked;
+  report["engine"] = counters_json(port.node().counters());
+  report["engine"]["arp_replies"] = port.arp_replies();
+  report["engine"]["error_naks_received"] = port.node().counters().error_naks_received;
+  report["verified"] = readback.mismatches == 0 && guest_ok;
   report["region_bytes"] = options.region_bytes;
   report["write_bytes"] = options.write_bytes;
   report["path"] = "engine (AF_PACKET on " + netns::host_port_interface(options.netns_tag) +
