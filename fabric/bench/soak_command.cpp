@@ -234,6 +234,105 @@ int finish(json& report, const SoakOptions& options) {
   return clean ? 0 : 1;
 }
 
+// What the options cannot be (a reliability mode or a rate out of range): says which, and
+// returns false.
+bool valid_soak_options(const SoakOptions& options) {
+  if (!parse_reliability_mode(options.reliability)) {
+    std::cerr << "ethx soak: --reliability: must be \"off\" or \"go-back-n\" (got \""
+              << options.reliability << "\")\n";
+    return false;
+  }
+  for (const auto& [name, rate] :
+       {std::pair{"--loss", options.loss_rate}, std::pair{"--corrupt", options.corrupt_rate},
+        std::pair{"--reorder", options.reorder_rate}}) {
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+      std::cerr << "ethx soak: " << name << ": must be a probability in [0, 1] (got " << rate
+                << ")\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+int soak_attached(const SoakOptions& options) {
+  json report;
+  try {
+    report = run_attached(options);
+  } catch (const FabricNotUp& error) {
+    std::cerr << "ethx soak: " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "ethx soak: " << error.what() << "\n";
+    return 1;
+  }
+  return finish(report, options);
+}
+
+// The runs of a soak on fabrics of its own: the two baselines (unless skipped), then the
+// faulted run.
+std::vector<RunSpec> plan_runs(const SoakOptions& options) {
+  const std::uint64_t baseline_ops = options.baseline_ops > 0
+                                         ? options.baseline_ops
+                                         : std::min<std::uint64_t>(options.ops, 2'000'000);
+  std::vector<RunSpec> specs;
+  if (!options.skip_baselines) {
+    specs.push_back({"bare", "off", false, baseline_ops});
+    specs.push_back({"sequenced", options.reliability, false, baseline_ops});
+  }
+  specs.push_back({"faulted", options.reliability, true, options.ops});
+  return specs;
+}
+
+// The run's topology file in `directory`: the user's config with the run's reliability mode
+// and, for the faulted run, the faults on every switch port. Returns its path.
+std::string write_run_config(const SoakOptions& options, const RunSpec& spec, std::size_t gpu_count,
+                             const std::filesystem::path& directory) {
+  ConfigOverlay overlay;
+  overlay.reliability_mode = spec.reliability;
+  std::vector<std::pair<PortId, PortFaults>> faults;
+  if (spec.faults) {
+    for (std::size_t port = 0; port < gpu_count; ++port) {
+      faults.emplace_back(
+          static_cast<PortId>(port),
+          PortFaults{options.loss_rate, options.corrupt_rate, options.reorder_rate});
+    }
+  }
+  overlay.faults = faults;
+  overlay.fault_seed = options.seed;
+  std::string path = (directory / (spec.label + ".toml")).string();
+  write_config_overlay(options.config_path, overlay, path);
+  return path;
+}
+
+// What reliability costs: throughput ratios of the three runs (none when baselines were
+// skipped).
+json throughput_ratios(const json& runs) {
+  if (runs.size() != 3) return json::object();
+  const double bare = runs[0]["mops"].get<double>();
+  const double sequenced = runs[1]["mops"].get<double>();
+  return {{"sequenced_to_bare_throughput", bare > 0 ? sequenced / bare : 0.0},
+          {"faulted_to_sequenced_throughput",
+           sequenced > 0 ? runs[2]["mops"].get<double>() / sequenced : 0.0}};
+}
+
+// The run's topology files live only as long as the command.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(std::filesystem::path path) : path_(std::move(path)) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 }  // namespace
 
 int run_soak(const SoakOptions& options) {
@@ -244,59 +343,14 @@ int run_soak(const SoakOptions& options) {
     std::cerr << error.what() << "\n";
     return 2;
   }
-  if (!parse_reliability_mode(options.reliability)) {
-    std::cerr << "ethx soak: --reliability: must be \"off\" or \"go-back-n\" (got \""
-              << options.reliability << "\")\n";
-    return 2;
-  }
-  for (const auto& [name, rate] :
-       {std::pair{"--loss", options.loss_rate}, std::pair{"--corrupt", options.corrupt_rate},
-        std::pair{"--reorder", options.reorder_rate}}) {
-    if (!(rate >= 0.0 && rate <= 1.0)) {
-      std::cerr << "ethx soak: " << name << ": must be a probability in [0, 1] (got " << rate
-                << ")\n";
-      return 2;
-    }
-  }
+  if (!valid_soak_options(options)) return 2;
   install_stop_signals(false);
   std::signal(SIGPIPE, SIG_IGN);
-  if (!options.fabric.empty()) {
-    json report;
-    try {
-      report = run_attached(options);
-    } catch (const FabricNotUp& error) {
-      std::cerr << "ethx soak: " << error.what() << "\n";
-      return 2;
-    } catch (const std::exception& error) {
-      std::cerr << "ethx soak: " << error.what() << "\n";
-      return 1;
-    }
-    return finish(report, options);
-  }
+  if (!options.fabric.empty()) return soak_attached(options);
   const TopologyConfig base = load_topology(options.config_path, options.gpus);
-
-  // The run's topology files live only as long as the command.
-  const std::filesystem::path directory =
-      std::filesystem::temp_directory_path() / ("ethx-soak-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(directory);
-  struct RemoveOnExit {
-    std::filesystem::path path;
-    ~RemoveOnExit() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove_on_exit{directory};
-
-  const std::uint64_t baseline_ops = options.baseline_ops > 0
-                                         ? options.baseline_ops
-                                         : std::min<std::uint64_t>(options.ops, 2'000'000);
-  std::vector<RunSpec> specs;
-  if (!options.skip_baselines) {
-    specs.push_back({"bare", "off", false, baseline_ops});
-    specs.push_back({"sequenced", options.reliability, false, baseline_ops});
-  }
-  specs.push_back({"faulted", options.reliability, true, options.ops});
-
+  const ScratchDirectory directory(std::filesystem::temp_directory_path() /
+                                   ("ethx-soak-" + std::to_string(::getpid())));
+  const std::vector<RunSpec> specs = plan_runs(options);
   json report{{"gpus", base.gpu_count},
               {"transport", transport},
               {"loss_rate", options.loss_rate},
@@ -306,20 +360,7 @@ int run_soak(const SoakOptions& options) {
               {"runs", json::array()}};
   try {
     for (const RunSpec& spec : specs) {
-      ConfigOverlay overlay;
-      overlay.reliability_mode = spec.reliability;
-      std::vector<std::pair<PortId, PortFaults>> faults;
-      if (spec.faults) {
-        for (std::size_t port = 0; port < base.gpu_count; ++port) {
-          faults.emplace_back(
-              static_cast<PortId>(port),
-              PortFaults{options.loss_rate, options.corrupt_rate, options.reorder_rate});
-        }
-      }
-      overlay.faults = faults;
-      overlay.fault_seed = options.seed;
-      const std::string path = (directory / (spec.label + ".toml")).string();
-      write_config_overlay(options.config_path, overlay, path);
+      const std::string path = write_run_config(options, spec, base.gpu_count, directory.path());
       report["runs"].push_back(run_one(options, transport, spec, path));
     }
   } catch (const ConfigError& error) {
@@ -329,13 +370,7 @@ int run_soak(const SoakOptions& options) {
     std::cerr << "ethx soak: " << error.what() << "\n";
     return 1;
   }
-  if (report["runs"].size() == 3) {
-    const double bare = report["runs"][0]["mops"].get<double>();
-    const double sequenced = report["runs"][1]["mops"].get<double>();
-    report["sequenced_to_bare_throughput"] = bare > 0 ? sequenced / bare : 0.0;
-    report["faulted_to_sequenced_throughput"] =
-        sequenced > 0 ? report["runs"][2]["mops"].get<double>() / sequenced : 0.0;
-  }
+  report.update(throughput_ratios(report["runs"]));
   return finish(report, options);
 }
 

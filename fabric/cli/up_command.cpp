@@ -97,62 +97,88 @@ bool any_running(const RunState& state) {
   return false;
 }
 
-}  // namespace
-
-int run_up(const UpOptions& options) {
-  std::string transport;
-  try {
-    transport = choose_transport(options.transport, "ethx up");  // privileges first
-  } catch (const TransportUnavailable& error) {
-    std::cerr << error.what() << "\n";
-    return 2;
+// `--guest-nics` needs VMs and a socket transport; if it lacks them, says so and returns false.
+bool guest_nics_usable(const UpOptions& options, const std::string& transport) {
+  if (options.guest_nics && (options.vms == 0 || !is_socket_transport(transport))) {
+    std::cerr << "ethx up: --guest-nics needs --vms and a socket transport (afxdp or afpacket, as "
+                 "root; the guest NICs are taps joined to the switch)\n";
+    return false;
   }
-  RunDirectory directory(options.name);
+  return true;
+}
+
+struct UpPlan {
   VmPlan vms;
+  std::size_t gpus = 0;  // for the topology; 0: its own count
+};
+
+// The VMs (image, accelerator) and how many GPUs the fabric gets: --gpus, at least the VMs'.
+UpPlan plan_up(const UpOptions& options) {
+  UpPlan plan;
+  VmPlan& vms = plan.vms;
   vms.count = options.vms;
   vms.gpus_per_vm = options.gpus_per_vm;
   vms.kernel_args.assign(vms.count, options.vm_append);
   vms.guest_nics = options.guest_nics;
-  if (options.guest_nics && (vms.count == 0 || !is_socket_transport(transport))) {
-    std::cerr << "ethx up: --guest-nics needs --vms and a socket transport (afxdp or afpacket, as "
-                 "root; the guest NICs are taps joined to the switch)\n";
-    return 2;
+  plan.gpus = options.gpus;
+  if (vms.count == 0) return plan;
+  locate_vm_image(vms);
+  const AcceleratorChoice accel = choose_accelerator(vms);
+  vms.accel = accel.accel;
+  std::cerr << "ethx up: VMs use " << accel.accel << ": " << accel.reason << "\n";
+  if (const std::string absence = shared_root_absence(vms); !absence.empty()) {
+    std::cerr << "ethx up: VMs stay in their initramfs, without the host's programs: " << absence
+              << "\n";
   }
-  std::size_t gpus = options.gpus;
-  if (vms.count > 0) {
-    locate_vm_image(vms);
-    const AcceleratorChoice accel = choose_accelerator(vms);
-    vms.accel = accel.accel;
-    std::cerr << "ethx up: VMs use " << accel.accel << ": " << accel.reason << "\n";
-    if (const std::string absence = shared_root_absence(vms); !absence.empty()) {
-      std::cerr << "ethx up: VMs stay in their initramfs, without the host's programs: " << absence
-                << "\n";
-    }
-    if (gpus == 0) gpus = vms.vm_gpus();
-    if (gpus < vms.vm_gpus()) {
-      throw ConfigError("--gpus " + std::to_string(gpus) +
-                        " is fewer than --vms × --gpus-per-vm (" + std::to_string(vms.vm_gpus()) +
-                        ")");
-    }
+  if (plan.gpus == 0) plan.gpus = vms.vm_gpus();
+  if (plan.gpus < vms.vm_gpus()) {
+    throw ConfigError("--gpus " + std::to_string(plan.gpus) +
+                      " is fewer than --vms × --gpus-per-vm (" + std::to_string(vms.vm_gpus()) +
+                      ")");
   }
-  const TopologyConfig topology = load_topology(options.config_path, gpus);
-  directory.lock();
-  directory.lock_switch();  // a restart of the switch of an earlier record finishes first
-  if (const std::optional<RunState> earlier = directory.load()) {
-    if (any_running(*earlier)) {
-      std::cerr << "ethx up: fabric '" << options.name << "' is already up (" << earlier->gpus
-                << " GPUs over " << earlier->transport << ", run directory " << directory.path()
-                << "); see `ethx status --name " << options.name
-                << "`, stop it with `ethx down --name " << options.name
-                << "`, or start another with --name\n";
-      return 1;
-    }
-    remove_recorded(directory, *earlier);
-    std::cerr << "ethx up: removed the remains of an earlier '" << options.name
-              << "' whose processes were gone\n";
-  }
-  directory.create();
+  return plan;
+}
 
+// An earlier record of this name: refused while any of its processes runs (says so, returns
+// exit status 1); its remains removed when they are all gone. 0: the name is free now.
+int clear_earlier(const RunDirectory& directory, const std::string& name) {
+  const std::optional<RunState> earlier = directory.load();
+  if (!earlier) return 0;
+  if (any_running(*earlier)) {
+    std::cerr << "ethx up: fabric '" << name << "' is already up (" << earlier->gpus
+              << " GPUs over " << earlier->transport << ", run directory " << directory.path()
+              << "); see `ethx status --name " << name << "`, stop it with `ethx down --name "
+              << name << "`, or start another with --name\n";
+    return 1;
+  }
+  remove_recorded(directory, *earlier);
+  std::cerr << "ethx up: removed the remains of an earlier '" << name
+            << "' whose processes were gone\n";
+  return 0;
+}
+
+// Socket transports: the namespaces and veth ends the fabric will create, for the record.
+void record_network(RunState& state, std::size_t gpu_count, const VmPlan& vms) {
+  state.netns_tag = netns::random_tag();
+  state.namespaces.push_back(netns::switch_namespace(state.netns_tag));
+  for (std::size_t gpu = 0; gpu < gpu_count; ++gpu) {
+    state.namespaces.push_back(netns::node_namespace(state.netns_tag, gpu));
+    state.links.push_back(netns::switch_interface(state.netns_tag, gpu));
+    state.links.push_back(netns::node_interface(state.netns_tag, gpu));
+  }
+  if (vms.guest_nics) {
+    state.namespaces.push_back(netns::host_port_namespace(state.netns_tag));
+    for (const std::string& port : guest_nic_switch_ports(state.netns_tag, vms.count)) {
+      state.links.push_back(port);
+    }
+    state.links.push_back(netns::host_port_interface(state.netns_tag));
+  }
+}
+
+// The record of a fabric about to start, with `ethx up` itself as its first process.
+RunState starting_state(const UpOptions& options, const std::string& transport,
+                        const TopologyConfig& topology, const VmPlan& vms,
+                        const RunDirectory& directory) {
   RunState state;
   state.name = options.name;
   state.fabric = "up-" + options.name;
@@ -167,30 +193,70 @@ int run_up(const UpOptions& options) {
   state.guest_nics = vms.guest_nics;
   state.processes.push_back({"up", ::getpid(), process_start_time(::getpid())});
   state.stats_file = directory.path() + "/switch-stats.json";
+  if (is_socket_transport(transport)) record_network(state, topology.gpu_count, vms);
+  return state;
+}
 
+LaunchOptions detached_launch(const RunState& state, const VmPlan& vms,
+                              const RunDirectory& directory) {
   LaunchOptions launch;
-  launch.transport = transport;
+  launch.transport = state.transport;
   launch.detached = true;
   launch.log_directory = directory.path();
   launch.stats_path = state.stats_file;
   launch.vms = vms;
-  if (is_socket_transport(transport)) {
-    launch.netns_tag = netns::random_tag();
-    state.netns_tag = launch.netns_tag;
-    state.namespaces.push_back(netns::switch_namespace(state.netns_tag));
-    for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-      state.namespaces.push_back(netns::node_namespace(state.netns_tag, gpu));
-      state.links.push_back(netns::switch_interface(state.netns_tag, gpu));
-      state.links.push_back(netns::node_interface(state.netns_tag, gpu));
+  launch.netns_tag = state.netns_tag;
+  return launch;
+}
+
+void start_or_remove_record(FabricLauncher& fabric, const RunDirectory& directory,
+                            const UpOptions& options, const RunState& state) {
+  try {
+    if (!options.quiet) {
+      std::cerr << "ethx up: starting '" << options.name << "': " << state.gpus << " GPUs over "
+                << state.transport << "\n";
     }
-    if (vms.guest_nics) {
-      state.namespaces.push_back(netns::host_port_namespace(state.netns_tag));
-      for (const std::string& port : guest_nic_switch_ports(state.netns_tag, vms.count)) {
-        state.links.push_back(port);
-      }
-      state.links.push_back(netns::host_port_interface(state.netns_tag));
-    }
+    fabric.start();
+  } catch (...) {
+    // The launcher's destructor (not detached) ends what it started and removes its files and
+    // namespaces; the record goes with them.
+    std::error_code ignored;
+    std::filesystem::remove_all(directory.path(), ignored);
+    throw;
   }
+}
+
+std::string up_message(const RunState& state, const VmPlan& vms, const std::string& run_path) {
+  std::string text = "ethx up: fabric '" + state.name + "' is up: " + std::to_string(state.gpus) +
+                     " GPUs over " + state.transport;
+  if (vms.count > 0) {
+    text += " (" + std::to_string(vms.vm_gpus()) + " in " + std::to_string(vms.count) +
+            " VMs; consoles " + run_path + "/vm-<k>.console)";
+  }
+  return text + "; run directory " + run_path + "\n";
+}
+
+}  // namespace
+
+int run_up(const UpOptions& options) {
+  std::string transport;
+  try {
+    transport = choose_transport(options.transport, "ethx up");  // privileges first
+  } catch (const TransportUnavailable& error) {
+    std::cerr << error.what() << "\n";
+    return 2;
+  }
+  RunDirectory directory(options.name);
+  if (!guest_nics_usable(options, transport)) return 2;
+  const UpPlan plan = plan_up(options);
+  const TopologyConfig topology = load_topology(options.config_path, plan.gpus);
+  directory.lock();
+  directory.lock_switch();  // a restart of the switch of an earlier record finishes first
+  if (const int refused = clear_earlier(directory, options.name); refused != 0) return refused;
+  directory.create();
+
+  RunState state = starting_state(options, transport, topology, plan.vms, directory);
+  LaunchOptions launch = detached_launch(state, plan.vms, directory);
   launch.on_spawn = [&](const std::string& role, pid_t pid) {
     state.processes.push_back({role, pid, process_start_time(pid)});
     directory.save(state);
@@ -202,30 +268,12 @@ int run_up(const UpOptions& options) {
   state.shared_memory = fabric.shared_memory_names();
   // Recorded before anything exists: a SIGKILL from here on leaves a record `ethx down` reads.
   directory.save(state);
-  try {
-    if (!options.quiet) {
-      std::cerr << "ethx up: starting '" << options.name << "': " << topology.gpu_count
-                << " GPUs over " << transport << "\n";
-    }
-    fabric.start();
-  } catch (...) {
-    // The launcher's destructor (not detached) ends what it started and removes its files and
-    // namespaces; the record goes with them.
-    std::error_code ignored;
-    std::filesystem::remove_all(directory.path(), ignored);
-    throw;
-  }
+  start_or_remove_record(fabric, directory, options, state);
   fabric.detach();
   state.processes.erase(state.processes.begin());  // `ethx up` itself is done
   state.phase = "up";
   directory.save(state);
-  std::cout << "ethx up: fabric '" << options.name << "' is up: " << topology.gpu_count
-            << " GPUs over " << transport;
-  if (vms.count > 0) {
-    std::cout << " (" << vms.vm_gpus() << " in " << vms.count << " VMs; consoles "
-              << directory.path() << "/vm-<k>.console)";
-  }
-  std::cout << "; run directory " << directory.path() << "\n";
+  std::cout << up_message(state, plan.vms, directory.path());
   return 0;
 }
 

@@ -66,7 +66,7 @@ class CommandBellThread {
   ethx::NodeMailbox& box_;
 };
 
-int run(int argc, char** argv) {
+struct NodeArguments {
   std::string fabric;
   std::string config_path;
   unsigned gpu = 0;
@@ -74,74 +74,66 @@ int run(int argc, char** argv) {
   std::string transport = "shm";
   std::string netns_tag;
   std::string interface;
-  std::string netns;
+  std::optional<std::string> netns;  // given: with --interface, that interface's namespace
   bool detach = false;
+};
+
+// The command line; nullopt when it asked for --help (printed).
+std::optional<NodeArguments> parse_arguments(int argc, char** argv) {
+  NodeArguments args;
+  std::string netns;
   po::options_description options("ethx-node options");
-  options.add_options()("help", "show this help")("fabric", po::value(&fabric)->required(),
+  options.add_options()("help", "show this help")("fabric", po::value(&args.fabric)->required(),
                                                   "fabric instance name (from ethx-switch)")(
-      "gpu", po::value(&gpu)->required(), "this node's GPU id")(
-      "config", po::value(&config_path), "topology file (default: the embedded default)")(
-      "gpus", po::value(&gpus), "override fabric.gpus")("transport", po::value(&transport),
-                                                        "shm (default) | afxdp | afpacket")(
-      "netns-tag", po::value(&netns_tag),
+      "gpu", po::value(&args.gpu)->required(), "this node's GPU id")(
+      "config", po::value(&args.config_path), "topology file (default: the embedded default)")(
+      "gpus", po::value(&args.gpus), "override fabric.gpus")(
+      "transport", po::value(&args.transport), "shm (default) | afxdp | afpacket")(
+      "netns-tag", po::value(&args.netns_tag),
       "socket transports: the run's tag; this node's veth is ethx-<tag>-n<gpu> in the namespace "
-      "of the same name")("interface", po::value(&interface),
+      "of the same name")("interface", po::value(&args.interface),
                           "socket transports: use this interface instead (e.g. a real NIC; "
                           "default: gpu.interface of the config, else the veth)")(
       "netns", po::value(&netns),
       "with --interface: the network namespace it is in (default: gpu.netns, else the "
-      "caller's)")("detach", po::bool_switch(&detach),
+      "caller's)")("detach", po::bool_switch(&args.detach),
                    "keep running when the starting process exits (ethx up)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
     std::cout << options << "\n";
-    return 0;
+    return std::nullopt;
   }
   po::notify(vm);
-  ethx::install_stop_signals(!detach);
+  if (vm.count("netns")) args.netns = netns;
+  return args;
+}
 
-  ethx::TopologyConfig topology = ethx::load_topology(config_path, gpus);
-  if (gpu >= topology.gpu_count) {
-    throw ethx::ConfigError("--gpu: " + std::to_string(gpu) + " is not below fabric.gpus (" +
-                            std::to_string(topology.gpu_count) + ")");
-  }
-  const auto self = static_cast<ethx::GpuId>(gpu);
-
-  // The port first: a bad transport, a missing interface or privilege fails before the HBM file
-  // is allocated.
+std::unique_ptr<ethx::NodePort> open_port(const NodeArguments& args,
+                                          const ethx::TopologyConfig& topology, ethx::GpuId self) {
   ethx::NodePortOptions port_options;
-  port_options.fabric = fabric;
-  port_options.transport = transport;
-  port_options.netns_tag = netns_tag;
-  port_options.interface = interface;
-  if (vm.count("netns")) port_options.netns = netns;
+  port_options.fabric = args.fabric;
+  port_options.transport = args.transport;
+  port_options.netns_tag = args.netns_tag;
+  port_options.interface = args.interface;
+  port_options.netns = args.netns;
   port_options.program = "ethx-node";
-  const std::unique_ptr<ethx::NodePort> port = ethx::open_node_port(topology, self, port_options);
-  // Fully allocated now: a full /dev/shm fails here with a message, not with SIGBUS later.
-  auto hbm =
-      ethx::shm::SharedMemoryFile::create(ethx::hbm_file_name(fabric, self), topology.hbm_bytes);
-  std::optional<ethx::ControlRegion> control;
-  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(fabric))) {
-    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(fabric)));
-  }
-  std::optional<CommandBellThread> bell_thread;
-  if (control && ethx::is_socket_transport(transport)) bell_thread.emplace(*control, gpu, *port);
+  return ethx::open_node_port(topology, self, port_options);
+}
 
-  std::span<std::byte> memory(hbm.data(), hbm.size_bytes());
-  ethx::NodeRuntime node(topology, self, memory, *port);
-  node.set_stop_flag(&ethx::g_stop_requested);
-  ethx::BenchWorkloads workloads(
-      node, ethx::BenchLayout::for_memory(topology.hbm_bytes, topology.gpu_count));
-  workloads.fill_local_pattern(memory);
+// Tells the coordinator this node serves: its peer health, its pid, the ready state.
+void announce_ready(ethx::ControlRegion& control, std::uint32_t gpu, ethx::NodeRuntime& node) {
+  node.publish_peer_health_to(control.node(gpu).peer_health);
+  control.node(gpu).pid.store(::getpid());
+  control.node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kReady));
+  ethx::shm::ring(control.header().coordinator_bell);
+}
 
+// Serves frames and, with a control region, the coordinator's commands until a stop request
+// or the exit command.
+void serve(ethx::NodeRuntime& node, ethx::BenchWorkloads& workloads, ethx::ControlRegion* control,
+           std::uint32_t gpu) {
   std::uint32_t last_command = 0;
-  if (control) {
-    node.publish_peer_health_to(control->node(gpu).peer_health);
-    control->node(gpu).pid.store(::getpid());
-    control->node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kReady));
-    ethx::shm::ring(control->header().coordinator_bell);
-  }
   auto command_pending = [&] {
     return ethx::g_stop_requested.load() ||
            (control && control->node(gpu).command_seq.load() != last_command);
@@ -154,6 +146,45 @@ int run(int argc, char** argv) {
       control->post_result(gpu, last_command, ethx::run_node_command(*command, node, workloads));
     }
   }
+}
+
+int run(int argc, char** argv) {
+  const std::optional<NodeArguments> args = parse_arguments(argc, argv);
+  if (!args) return 0;
+  ethx::install_stop_signals(!args->detach);
+
+  ethx::TopologyConfig topology = ethx::load_topology(args->config_path, args->gpus);
+  const unsigned gpu = args->gpu;
+  if (gpu >= topology.gpu_count) {
+    throw ethx::ConfigError("--gpu: " + std::to_string(gpu) + " is not below fabric.gpus (" +
+                            std::to_string(topology.gpu_count) + ")");
+  }
+  const auto self = static_cast<ethx::GpuId>(gpu);
+
+  // The port first: a bad transport, a missing interface or privilege fails before the HBM file
+  // is allocated.
+  const std::unique_ptr<ethx::NodePort> port = open_port(*args, topology, self);
+  // Fully allocated now: a full /dev/shm fails here with a message, not with SIGBUS later.
+  auto hbm = ethx::shm::SharedMemoryFile::create(ethx::hbm_file_name(args->fabric, self),
+                                                 topology.hbm_bytes);
+  std::optional<ethx::ControlRegion> control;
+  if (ethx::shm::SharedMemoryFile::exists(ethx::control_region_name(args->fabric))) {
+    control.emplace(ethx::ControlRegion::attach(ethx::control_region_name(args->fabric)));
+  }
+  std::optional<CommandBellThread> bell_thread;
+  if (control && ethx::is_socket_transport(args->transport)) {
+    bell_thread.emplace(*control, gpu, *port);
+  }
+
+  std::span<std::byte> memory(hbm.data(), hbm.size_bytes());
+  ethx::NodeRuntime node(topology, self, memory, *port);
+  node.set_stop_flag(&ethx::g_stop_requested);
+  ethx::BenchWorkloads workloads(
+      node, ethx::BenchLayout::for_memory(topology.hbm_bytes, topology.gpu_count));
+  workloads.fill_local_pattern(memory);
+
+  if (control) announce_ready(*control, gpu, node);
+  serve(node, workloads, control ? &*control : nullptr, gpu);
   // Answer what is already queued so peers waiting on us are not left to time out.
   for (int round = 0; round < 4; ++round) node.pump(0);
   if (control) control->node(gpu).state.store(static_cast<std::uint32_t>(ethx::NodeState::kExited));
