@@ -19,15 +19,6 @@ std::uint64_t sum_key(const json& value, const char* key) {
              : 0;
 }
 
-double number_at(const json& value, std::initializer_list<const char*> path) {
-  const json* node = &value;
-  for (const char* key : path) {
-    if (!node->is_object() || !node->contains(key)) return 0.0;
-    node = &(*node)[key];
-  }
-  return node->is_number() ? node->get<double>() : 0.0;
-}
-
 // The median of one figure over several guest runs, leaving out those without it.
 double median_of(const std::vector<json>& runs, std::initializer_list<const char*> path) {
   std::vector<double> values;
@@ -245,6 +236,15 @@ std::string vm_bench_text(const json& report, const std::string& kept_logs) {
   append(text, "%-44s %10.3f Gbit/s (aggregate, %zu GPUs)\n", "all-to-all 8 B stores",
          report["all_to_all_gbps"].get<double>(), report["gpus"].get<std::size_t>());
   return text + outcome_text(report, kept_logs);
+}
+
+double number_at(const json& value, std::initializer_list<const char*> path) {
+  const json* node = &value;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return 0.0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->get<double>() : 0.0;
 }
 
 }  // namespace ethx

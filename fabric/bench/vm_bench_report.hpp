@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -72,5 +73,8 @@ nlohmann::json vm_bench_report(const VmBenchResults& results);
 // The table `ethx bench --vms` prints for a report. `kept_logs`: where a failed run's consoles
 // and logs were kept (named last; empty: nothing kept).
 std::string vm_bench_text(const nlohmann::json& report, const std::string& kept_logs);
+
+// The number at `path` in a guest's JSON (`ethx-guest bench`); 0 when missing or not a number.
+double number_at(const nlohmann::json& value, std::initializer_list<const char*> path);
 
 }  // namespace ethx

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <optional>
 
+#include "fabric/bench/vm_bench_report.hpp"
 #include "fabric/compare/compare_systems.hpp"
 #include "fabric/compare/shmem_systems.hpp"
 #include "fabric/compare/softroce_interop.hpp"
@@ -40,16 +41,6 @@ json unavailable(const std::string& transport, const std::string& reason) {
 }  // namespace
 
 namespace {
-
-// The number at `path` in `value`; 0 when it is missing or not a number.
-double number_at(const json& value, std::initializer_list<const char*> path) {
-  const json* node = &value;
-  for (const char* key : path) {
-    if (!node->is_object() || !node->contains(key)) return 0.0;
-    node = &(*node)[key];
-  }
-  return node->is_number() ? node->get<double>() : 0.0;
-}
 
 // An `ethx-guest bench` run that verified something and found no mismatch or error.
 bool bench_clean(const json& run) {
