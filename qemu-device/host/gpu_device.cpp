@@ -41,13 +41,18 @@ void check_gpu(const TopologyConfig& topology, GpuId gpu) {
 
 }  // namespace
 
+// The GPU's memory: a shared-memory file (QEMU maps it again for the HBM BAR) or anonymous.
+struct Hbm {
+  std::optional<shm::SharedMemoryFile> file;
+  std::unique_ptr<std::byte[]> anonymous;
+  std::span<std::byte> bytes;
+};
+
 // What a device runs on, made before it starts: everything that can fail is here.
 struct GpuDevice::Parts {
   TopologyConfig topology;
   GpuId self = 0;
-  std::optional<shm::SharedMemoryFile> hbm_file;  // or, without one:
-  std::unique_ptr<std::byte[]> hbm_anonymous;
-  std::span<std::byte> hbm;
+  Hbm hbm;
   std::unique_ptr<NodePort> port;
   std::optional<ControlRegion> control;  // the launcher's mailboxes: where "ready" is reported
 };
@@ -57,9 +62,10 @@ GpuDevice::Parts GpuDevice::open_parts(const GpuDeviceOptions& options) {
   parts.topology = device_topology(load_topology(options.config_path, options.gpus));
   parts.self = options.gpu;
   check_gpu(parts.topology, parts.self);
-  parts.hbm_file.emplace(shm::SharedMemoryFile::create(hbm_file_name(options.fabric, options.gpu),
-                                                       parts.topology.hbm_bytes));
-  parts.hbm = {parts.hbm_file->data(), parts.hbm_file->size_bytes()};
+  Hbm& hbm = parts.hbm;
+  hbm.file.emplace(shm::SharedMemoryFile::create(hbm_file_name(options.fabric, options.gpu),
+                                                 parts.topology.hbm_bytes));
+  hbm.bytes = {hbm.file->data(), hbm.file->size_bytes()};
   NodePortOptions port_options;
   port_options.fabric = options.fabric;
   port_options.transport = options.transport;
@@ -81,8 +87,8 @@ GpuDevice::Parts GpuDevice::in_memory_parts(const TopologyConfig& topology, GpuI
   parts.self = gpu;
   check_gpu(parts.topology, parts.self);
   // Zeroed, like a new shared-memory file; new[] aligns it for the 8-byte atomics.
-  parts.hbm_anonymous = std::make_unique<std::byte[]>(parts.topology.hbm_bytes);
-  parts.hbm = {parts.hbm_anonymous.get(), parts.topology.hbm_bytes};
+  parts.hbm.anonymous = std::make_unique<std::byte[]>(parts.topology.hbm_bytes);
+  parts.hbm.bytes = {parts.hbm.anonymous.get(), parts.topology.hbm_bytes};
   parts.port = std::move(port);
   return parts;
 }
@@ -98,9 +104,7 @@ struct StartedCopy {
 struct GpuDevice::Impl {
   Impl(Parts&& parts, const TopologyConfig& topology);
 
-  std::optional<shm::SharedMemoryFile> hbm_file;
-  std::unique_ptr<std::byte[]> hbm_anonymous;
-  std::span<std::byte> hbm;
+  Hbm hbm;
   std::optional<ControlRegion> control;
   std::unique_ptr<NodePort> port;
   NodeRuntime node;
@@ -123,17 +127,15 @@ struct GpuDevice::Impl {
 };
 
 GpuDevice::Impl::Impl(Parts&& parts, const TopologyConfig& topology)
-    : hbm_file(std::move(parts.hbm_file)),
-      hbm_anonymous(std::move(parts.hbm_anonymous)),
-      hbm(parts.hbm),
+    : hbm(std::move(parts.hbm)),
       control(std::move(parts.control)),
       port(std::move(parts.port)),
-      node(topology, parts.self, hbm, *port),
+      node(topology, parts.self, hbm.bytes, *port),
       callers_map(topology.address_map()),
-      owner([port = port.get()] { port->interrupt(); }),
-      requests({parts.self, topology.gpu_count, topology.aperture_bytes, kMaxBacklogFrames}, hbm,
-               failures),
-      copy(callers_map, parts.self, hbm,
+      owner([interrupt = port.get()] { interrupt->interrupt(); }),
+      requests({parts.self, topology.gpu_count, topology.aperture_bytes, kMaxBacklogFrames},
+               hbm.bytes, failures),
+      copy(callers_map, parts.self, hbm.bytes,
            CopyLimits{.aperture_bytes = topology.aperture_bytes,
                       .max_backlog_frames = kMaxBacklogFrames}) {}
 
@@ -147,7 +149,7 @@ GpuDevice::GpuDevice(Parts&& parts, bool ready_when_told)
     : topology_(std::move(parts.topology)),
       self_(parts.self),
       impl_(std::make_unique<Impl>(std::move(parts), topology_)),
-      hbm_(impl_->hbm) {
+      hbm_(impl_->hbm.bytes) {
   ControlRegion* control = impl_->control ? &*impl_->control : nullptr;
   if (control != nullptr && self_ < control->node_count()) {
     impl_->node.publish_peer_health_to(control->node(self_).peer_health);
@@ -180,7 +182,7 @@ GpuDevice::~GpuDevice() {
 
 const std::string& GpuDevice::hbm_name() const {
   static const std::string kAnonymous;
-  return impl_->hbm_file ? impl_->hbm_file->name() : kAnonymous;
+  return impl_->hbm.file ? impl_->hbm.file->name() : kAnonymous;
 }
 
 std::uint64_t GpuDevice::window_bytes() const {
