@@ -53,6 +53,13 @@ class CopyEngineTest : public ::testing::Test {
     }
     answered_reads_ = reads.size();
   }
+  // The copy has ended with `status` at `fault_addr`.
+  void expect_result(DeviceStatus status, std::uint64_t fault_addr) {
+    const std::optional<DeviceResult> result = copy_.take_result();
+    ASSERT_TRUE(result) << "still running";
+    EXPECT_EQ(result->status, status) << to_string(result->status);
+    EXPECT_EQ(result->fault_addr, fault_addr);
+  }
 
   TopologyConfig topology_;
   AddressMap map_;
@@ -95,9 +102,7 @@ TEST_F(CopyEngineTest, KeepsAWindowOfReadsInFlightAndFlushesWhereItWroteBeforeIt
   EXPECT_EQ(node_.of(Kind::kFlush)[0].gpu, 2u);
   EXPECT_FALSE(copy_.take_result()) << "ended before its flush was answered";
   ASSERT_TRUE(copy_.on_completion(answer(node_.of(Kind::kFlush)[0]), node_));
-  const std::optional<DeviceResult> result = copy_.take_result();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, DeviceStatus::kOk);
+  expect_result(DeviceStatus::kOk, 0);
   EXPECT_EQ(copy_.moved_bytes(), kBytes);
   EXPECT_FALSE(copy_.running());
   EXPECT_FALSE(copy_.take_result()) << "a result is taken once";
@@ -132,7 +137,7 @@ TEST_F(CopyEngineTest, ItsOwnMemoryIsReadAndWrittenDirectly) {
       std::equal(source.begin() + kChunk, source.end(), node_.of(Kind::kWrite)[1].data.begin()));
   ASSERT_EQ(node_.of(Kind::kFlush).size(), 1u);
   ASSERT_TRUE(copy_.on_completion(answer(node_.of(Kind::kFlush)[0]), node_));
-  ASSERT_EQ(copy_.take_result()->status, DeviceStatus::kOk);
+  expect_result(DeviceStatus::kOk, 0);
 
   // Into its own memory: the answers land there, and nothing needs a flush.
   node_.calls.clear();
@@ -142,7 +147,7 @@ TEST_F(CopyEngineTest, ItsOwnMemoryIsReadAndWrittenDirectly) {
   answer_reads();
   copy_.advance(node_);
   EXPECT_TRUE(node_.of(Kind::kFlush).empty());
-  ASSERT_EQ(copy_.take_result()->status, DeviceStatus::kOk);
+  expect_result(DeviceStatus::kOk, 0);
   const std::vector<std::byte> expected = pattern(kChunk, 0x2000 & 0xff);
   EXPECT_EQ(std::memcmp(memory_.data() + 0x10000, expected.data(), kChunk), 0);
 }
@@ -165,10 +170,7 @@ TEST_F(CopyEngineTest, AFailedReadNamesItsSourceStopsIssuingAndTheRestDrains) {
   copy_.advance(node_);
   ASSERT_EQ(node_.of(Kind::kFlush).size(), 1u) << "what was written is still flushed";
   ASSERT_TRUE(copy_.on_completion(answer(node_.of(Kind::kFlush)[0]), node_));
-  const std::optional<DeviceResult> result = copy_.take_result();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, DeviceStatus::kTimeout);
-  EXPECT_EQ(result->fault_addr, window(1, kChunk));
+  expect_result(DeviceStatus::kTimeout, window(1, kChunk));
 }
 
 TEST_F(CopyEngineTest, NoChunkLeavesWhileThePortIsBackedUpOrTagsAreShort) {
@@ -190,10 +192,7 @@ TEST_F(CopyEngineTest, AnAddressOutsideEveryWindowFailsWithoutAFrame) {
   copy_.start(window(4, 0), window(1, 0), kChunk);  // 4 GPUs: window 4 does not exist
   copy_.advance(node_);
   EXPECT_TRUE(node_.calls.empty());
-  const std::optional<DeviceResult> result = copy_.take_result();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, DeviceStatus::kOutOfWindow);
-  EXPECT_EQ(result->fault_addr, window(4, 0));
+  expect_result(DeviceStatus::kOutOfWindow, window(4, 0));
 }
 
 TEST_F(CopyEngineTest, AFailedFlushNamesTheGpuThatDidNotAnswer) {
@@ -202,10 +201,7 @@ TEST_F(CopyEngineTest, AFailedFlushNamesTheGpuThatDidNotAnswer) {
   ASSERT_EQ(node_.of(Kind::kFlush).size(), 1u);
   ASSERT_TRUE(
       copy_.on_completion(answer(node_.of(Kind::kFlush)[0], wire::Status::kUnreachable), node_));
-  const std::optional<DeviceResult> result = copy_.take_result();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, DeviceStatus::kUnreachable);
-  EXPECT_EQ(result->fault_addr, window(3, 0));
+  expect_result(DeviceStatus::kUnreachable, window(3, 0));
 }
 
 TEST_F(CopyEngineTest, ACompletionOfAnotherPartsOperationIsNotTheCopys) {
