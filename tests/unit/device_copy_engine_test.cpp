@@ -73,17 +73,17 @@ TEST_F(CopyEngineTest, KeepsAWindowOfReadsInFlightAndFlushesWhereItWroteBeforeIt
   constexpr std::uint64_t kBytes = 64 * kChunk;
   copy_.start(window(1, 0), window(2, 0x1000), kBytes);
   copy_.advance(node_);
-  ASSERT_EQ(node_.of(Kind::kRead).size(), 32u) << "32 reads of 4 KiB in flight, no more";
+  const std::vector<FakeNodeRequests::Call> reads = node_.of(Kind::kRead);
+  ASSERT_EQ(reads.size(), 32u) << "32 reads of 4 KiB in flight, no more";
   EXPECT_EQ(copy_.reads_in_flight(), 32u);
   for (std::size_t i = 0; i < 32; ++i) {
-    const FakeNodeRequests::Call& read = node_.of(Kind::kRead)[i];
+    const FakeNodeRequests::Call& read = reads[i];
     EXPECT_EQ(read.gpu, 1u);
     EXPECT_EQ(read.remote, i * kChunk);
     EXPECT_EQ(read.length, kChunk);
   }
   // One answer: its data goes out as a posted write to the destination; one more read fits.
-  const FakeNodeRequests::Call first = node_.of(Kind::kRead)[0];
-  ASSERT_TRUE(copy_.on_completion(answer(first, wire::Status::kOk, pattern(kChunk, 7)), node_));
+  ASSERT_TRUE(copy_.on_completion(answer(reads[0], wire::Status::kOk, pattern(kChunk, 7)), node_));
   ASSERT_EQ(node_.of(Kind::kWrite).size(), 1u);
   EXPECT_EQ(node_.of(Kind::kWrite)[0].gpu, 2u);
   EXPECT_EQ(node_.of(Kind::kWrite)[0].remote, 0x1000u);
