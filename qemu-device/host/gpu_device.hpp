@@ -1,34 +1,36 @@
-// One emulated GPU as a QEMU device sees it: local memory ("HBM") in a shared-memory file that
-// remote GPUs reach through the fabric, and a remote window whose 1/2/4/8-byte loads, stores
-// and atomics, and bulk copies, travel as ethx frames.
+// One emulated GPU as a QEMU device sees it: local memory ("HBM") that remote GPUs reach
+// through the fabric (a shared-memory file, or anonymous memory for the in-memory form the unit
+// tests build), and a remote window whose 1/2/4/8-byte loads, stores and atomics, and bulk
+// copies, travel as ethx frames.
 //
-// Threads: the node (the packet engine, the port, the completer that serves remote requests on
-// its own mapping of the HBM file) has one owner at a time, whoever holds the engine lock, so
-// the port has one transmit owner. Normally that is the GPU's service thread. Other threads
-// (QEMU vCPUs, the copy-engine doorbell) queue posted stores and copies for it; a thread that
-// loads or runs an atomic takes the engine itself and drives it until its answer arrives (or
-// for at most 1 ms, then it hands back and sleeps), which saves two thread hand-overs per load.
+// A composition of small parts, each with its own unit tests (tests/unit/):
+//   EngineOwner   (engine_owner.hpp)   who drives the node: the service thread, or a vCPU for its
+//                                      own load; the posted-work queue and the hand-off
+//   RequestTable  (request_table.hpp)  the callers' requests, issued in order and tracked until
+//                                      answered
+//   CopyEngine    (copy_engine.hpp)    the copy engine, sans-I/O
+//   perform_local (local_access.hpp)   accesses to the GPU's own window, on its memory
+// GpuDevice opens the port and the node, runs the service thread and glues the parts together.
+//
 // Nothing here takes QEMU's big lock; the device drops it while a load waits
 // (qemu-device/qemu/ethx_gpu.c). Every wait ends: the engine turns a lost response into a timeout
 // after fabric.request_timeout_ns.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
 
 #include "address-map/fabric_types.hpp"
 #include "fabric/config/topology_config.hpp"
-#include "fabric/platform/shm_file.hpp"
+#include "fabric/transport/node_port.hpp"
 #include "packet-engine/requester.hpp"
-#include "qemu-device/ethx_gpu_regs.h"
+#include "qemu-device/host/device_request.hpp"
 
 namespace ethx {
 
@@ -44,26 +46,6 @@ struct GpuDeviceOptions {
   // Report "ready" to the launcher only when report_ready() is called (a VM's guest tools are
   // up), not as soon as the device serves.
   bool ready_when_told = false;
-};
-
-// What happened to one access: the register map's status codes (ethx_gpu_regs.h), which the
-// device shows in ATOMIC_STATUS and COPY_STATUS and latches as ERROR bit 1 << code. Code
-// ETHX_GPU_INTERNAL is the C API's own (an exception caught there), never a DeviceStatus.
-enum class DeviceStatus : std::uint32_t {
-  kOk = ETHX_GPU_OK,
-  kOutOfWindow = ETHX_GPU_OUT_OF_WINDOW,  // no window at that address
-  kNoRights = ETHX_GPU_NO_RIGHTS,         // the window does not allow this access
-  kTimeout = ETHX_GPU_TIMEOUT,            // no response within fabric.request_timeout_ns
-  kRemoteError = ETHX_GPU_REMOTE_ERROR,   // the target refused (bounds, partition, rights, ...)
-  kBadWidth = ETHX_GPU_BAD_WIDTH,         // not 1, 2, 4 or 8 bytes (atomics: 4 or 8)
-  kUnreachable = ETHX_GPU_UNREACHABLE,    // the GPU is not in the fabric
-};
-const char* to_string(DeviceStatus status);
-
-struct DeviceResult {
-  DeviceStatus status = DeviceStatus::kOk;
-  std::uint64_t value = 0;       // loads: the data; atomics: the old value
-  std::uint64_t fault_addr = 0;  // window address of the failing access
 };
 
 struct GpuDeviceCounters {
@@ -84,15 +66,19 @@ class GpuDevice {
   // Joins the running fabric as GPU options.gpu: creates its HBM file, opens its port, starts
   // the service thread. Throws (with the reason) if the fabric is not there.
   explicit GpuDevice(const GpuDeviceOptions& options);
+  // GPU `gpu` of `topology` on a port someone else made (the unit tests: an in-memory fabric),
+  // its HBM anonymous memory, no launcher to report to. Starts the service thread.
+  GpuDevice(const TopologyConfig& topology, GpuId gpu, std::unique_ptr<NodePort> port);
   ~GpuDevice();  // stops the service thread; removes the HBM file
   GpuDevice(const GpuDevice&) = delete;
   GpuDevice& operator=(const GpuDevice&) = delete;
 
   GpuId gpu() const { return self_; }
   const TopologyConfig& topology() const { return topology_; }
-  // The completer's mapping of the HBM file, and its name in /dev/shm (map it again for a BAR).
-  std::span<std::byte> hbm() { return {hbm_.data(), hbm_.size_bytes()}; }
-  const std::string& hbm_name() const { return hbm_.name(); }
+  // The completer's mapping of the HBM, and its file's name in /dev/shm (map it again for a
+  // BAR; empty for anonymous memory).
+  std::span<std::byte> hbm() { return hbm_; }
+  const std::string& hbm_name() const;
   // The remote window's size: the window table's span rounded up to a power of two.
   std::uint64_t window_bytes() const;
 
@@ -100,7 +86,7 @@ class GpuDevice {
   DeviceResult load(std::uint64_t window_addr, unsigned width);
   // Posted: returns once queued; only address errors are reported here (remote failures of a
   // posted write are counted by the target).
-  // Waits for room when kMaxQueuedRequests stores are queued already.
+  // Waits for room when kMaxPostedRequests stores are queued already.
   DeviceResult store(std::uint64_t window_addr, unsigned width, std::uint64_t value);
   // The same, but never waits: nullopt (nothing queued, nothing counted) when the queue is
   // full. QEMU's store handler holds the big lock; it tries this first and drops the lock only
@@ -138,43 +124,29 @@ class GpuDevice {
   void report_ready();
 
  private:
-  struct Request;
-  struct CopyJob;
-  // A request for one window access of `kind`, checked and translated; nullptr (and `error`
-  // filled, the error counted) if the width or the address is bad.
-  enum class RequestKind { kLoad, kStore, kAtomic, kFlushAll };
-  std::shared_ptr<Request> prepare(RequestKind kind, std::uint64_t window_addr, unsigned width,
-                                   DeviceResult& error);
-  DeviceResult submit_and_wait(const std::shared_ptr<Request>& request);
-  // How long a vCPU drives the engine itself for its load or atomic (spinning, then yielding)
-  // before it hands the engine back to the service thread and sleeps. Remote loads take tens
-  // of microseconds here; a timeout or a copy in the way takes longer and is not worth a core.
-  static constexpr std::int64_t kDriveBudgetNs = 1'000'000;
-  void drive_while(const std::function<bool()>& busy, std::int64_t budget_ns = kDriveBudgetNs);
-  void hand_back(std::unique_lock<std::mutex>& engine);
+  struct Parts;  // what the device runs on, made before it starts
+  struct Impl;
+  static Parts open_parts(const GpuDeviceOptions& options);
+  static Parts in_memory_parts(const TopologyConfig& topology, GpuId gpu,
+                               std::unique_ptr<NodePort> port);
+  GpuDevice(Parts&& parts, bool ready_when_told);
+  DeviceResult submit_and_wait(const std::shared_ptr<DeviceRequest>& request);
   std::optional<DeviceResult> queue_store(std::uint64_t window_addr, unsigned width,
                                           std::uint64_t value, bool wait_for_room);
-  // False (nothing queued) if the queue is full and `wait_for_room` is false.
-  bool enqueue(std::shared_ptr<Request> request, bool wait_for_room);
   void serve();
-  // Engine owner only (Impl::engine held).
-  void take_incoming();
+  void shut_down();
+  // Engine owner only.
+  void drive_while(const std::function<bool()>& busy, std::int64_t budget_ns);
+  void hand_back(std::unique_lock<std::mutex>& engine);
+  bool node_has_work(TimeNs now_ns);
   void run_engine_once();
-  void issue_requests();
-  void issue_one(Request& request);
-  void dispatch_completions();
-  void finish_flush(Request& request, const Completion& completion, DeviceStatus status);
   void advance_copy();
-  void finish_request(Request& request, DeviceStatus status, std::uint64_t value,
-                      std::uint64_t fault_addr);
-  bool translate_one(std::uint64_t window_addr, unsigned width, Access access, GpuId& dst,
-                     std::uint64_t& remote, DeviceResult& error) const;
+  void dispatch_completions();
 
-  struct Impl;
   TopologyConfig topology_;
   GpuId self_;
-  shm::SharedMemoryFile hbm_;
   std::unique_ptr<Impl> impl_;
+  std::span<std::byte> hbm_;
   std::thread service_;
 };
 
