@@ -104,8 +104,15 @@ nlohmann::json socket_counters_json(std::vector<std::unique_ptr<ethx::FrameSocke
   return list;
 }
 
-int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& topology,
-                   pid_t parent_pid) {
+// The socket switch's ports: one socket per GPU (port i on GPU i's veth), then the extra ports.
+struct SwitchSockets {
+  std::vector<std::unique_ptr<ethx::FrameSocket>> sockets;
+  std::vector<ethx::FrameSocket*> ports;      // every port, the GPUs' first
+  std::vector<ethx::FrameSocket*> gpu_ports;  // the bare forwarder knows only GPU ports
+};
+
+SwitchSockets open_switch_sockets(const SwitchOptions& options,
+                                  const ethx::TopologyConfig& topology) {
   if (options.netns_tag.empty()) {
     throw std::invalid_argument("--transport " + options.transport + " needs --netns-tag");
   }
@@ -115,18 +122,17 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
     throw std::runtime_error(error);
   }
   const std::string ns = ethx::netns::switch_namespace(options.netns_tag);
-  std::vector<std::unique_ptr<ethx::FrameSocket>> sockets;
-  std::vector<ethx::FrameSocket*> ports;
+  SwitchSockets opened;
   // Veths cannot back-pressure a sender: bursts must fit the receive rings.
   const std::uint32_t receive_frames = ethx::receive_frames_for_fabric(topology.gpu_count);
   for (std::size_t gpu = 0; gpu < topology.gpu_count; ++gpu) {
-    sockets.push_back(ethx::open_frame_socket(options.transport, ns,
-                                              ethx::netns::switch_interface(options.netns_tag, gpu),
-                                              ethx::SocketRole::kSwitchPort, receive_frames));
-    ports.push_back(sockets.back().get());
+    opened.sockets.push_back(ethx::open_frame_socket(
+        options.transport, ns, ethx::netns::switch_interface(options.netns_tag, gpu),
+        ethx::SocketRole::kSwitchPort, receive_frames));
+    opened.ports.push_back(opened.sockets.back().get());
   }
-  // The bare forwarder knows only GPU ports; the guest NICs' ports follow them.
-  const std::vector<ethx::FrameSocket*> gpu_ports = ports;
+  // The guest NICs' ports follow the GPU ports.
+  opened.gpu_ports = opened.ports;
   if (!options.extra_ports.empty() && !topology.switch_learning) {
     throw std::invalid_argument(
         "--extra-port needs switch.learning = true: the guest NICs' MACs are learned");
@@ -134,37 +140,35 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
   for (const std::string& interface : options.extra_ports) {
     // AF_PACKET whatever the GPUs use: a tap (or a veth to the host's RDMA port) carries the
     // guests' own traffic (ARP, IPv4, RoCEv2), which is not the XDP program's business.
-    sockets.push_back(ethx::open_frame_socket("afpacket", ns, interface,
-                                              ethx::SocketRole::kSwitchPort, receive_frames));
-    ports.push_back(sockets.back().get());
+    opened.sockets.push_back(ethx::open_frame_socket(
+        "afpacket", ns, interface, ethx::SocketRole::kSwitchPort, receive_frames));
+    opened.ports.push_back(opened.sockets.back().get());
   }
+  return opened;
+}
 
-  ethx::SocketSwitchRuntime runtime(topology, ports);
-  ethx::BareForwarder forwarder(topology, gpu_ports);
-  auto snapshot = [&](bool refresh_kernel) {
-    nlohmann::json stats = ethx::switch_stats_json(runtime.core());
-    stats["sockets"] = socket_counters_json(sockets, refresh_kernel);
-    const ethx::BareForwarderCounters& bare = forwarder.counters();
-    stats["bare_forwarder"] = {{"forwarded", bare.forwarded},
-                               {"unknown_destination", bare.unknown_destination},
-                               {"egress_full", bare.egress_full}};
-    stats["pid"] = ::getpid();
-    write_atomically(options.stats_path, stats);
-  };
-  if (options.stats_interval_ms > 0 && !options.stats_path.empty()) {
-    runtime.set_periodic(
-        ethx::PeriodicHook([&] { snapshot(false); }, options.stats_interval_ms * 1'000'000));
-  }
-  // `ethx bench` switches between the ethx switch core and the bare forwarder through the
-  // control region, on these same sockets, to measure the switch against its baseline.
-  std::optional<ethx::ControlRegion> control = attach_control(options.fabric);
-  std::optional<ethx::SwitchCommandServer> commands;
-  if (control) {
-    commands.emplace(*control);
-    runtime.set_commands(commands->hook());
-  }
+// The stats file of the socket switch: the switch core's counters, each socket's, the bare
+// forwarder's.
+nlohmann::json socket_switch_stats(const ethx::SocketSwitchRuntime& runtime,
+                                   const ethx::BareForwarder& forwarder,
+                                   std::vector<std::unique_ptr<ethx::FrameSocket>>& sockets,
+                                   bool refresh_kernel) {
+  nlohmann::json stats = ethx::switch_stats_json(runtime.core());
+  stats["sockets"] = socket_counters_json(sockets, refresh_kernel);
+  const ethx::BareForwarderCounters& bare = forwarder.counters();
+  stats["bare_forwarder"] = {{"forwarded", bare.forwarded},
+                             {"unknown_destination", bare.unknown_destination},
+                             {"egress_full", bare.egress_full}};
+  stats["pid"] = ::getpid();
+  return stats;
+}
+
+// Forwards until a stop is requested, with the ethx switch core or the bare forwarder: `ethx
+// bench` switches between them through the control region, on these same sockets, to measure
+// the switch against its baseline.
+void forward_in_requested_mode(ethx::SocketSwitchRuntime& runtime, ethx::BareForwarder& forwarder,
+                               ethx::ControlRegion* control) {
   auto requested_mode = [&] { return control ? control->header().switch_mode.load() : 0u; };
-  ethx::notify_ready(options.ready_fd);
   while (!ethx::g_stop_requested.load()) {
     const std::uint32_t mode = requested_mode();
     if (control) {
@@ -178,12 +182,37 @@ int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& top
       runtime.run(leave);
     }
   }
-  // Nobody reads the counters once the parent is gone (killed): leave no file behind then,
-  // unless the file is the live snapshot of a detached fabric (`ethx up`).
+}
+
+// Nobody reads the counters once the parent is gone (killed): leave no file behind then,
+// unless the file is the live snapshot of a detached fabric (`ethx up`).
+bool wants_final_stats(const SwitchOptions& options, pid_t parent_pid) {
   const bool parent_alive = ::getppid() == parent_pid;
-  if (!options.stats_path.empty() && (parent_alive || options.stats_interval_ms > 0)) {
-    snapshot(true);
+  return !options.stats_path.empty() && (parent_alive || options.stats_interval_ms > 0);
+}
+
+int run_on_sockets(const SwitchOptions& options, const ethx::TopologyConfig& topology,
+                   pid_t parent_pid) {
+  SwitchSockets opened = open_switch_sockets(options, topology);
+  ethx::SocketSwitchRuntime runtime(topology, opened.ports);
+  ethx::BareForwarder forwarder(topology, opened.gpu_ports);
+  auto snapshot = [&](bool refresh_kernel) {
+    write_atomically(options.stats_path,
+                     socket_switch_stats(runtime, forwarder, opened.sockets, refresh_kernel));
+  };
+  if (options.stats_interval_ms > 0 && !options.stats_path.empty()) {
+    runtime.set_periodic(
+        ethx::PeriodicHook([&] { snapshot(false); }, options.stats_interval_ms * 1'000'000));
   }
+  std::optional<ethx::ControlRegion> control = attach_control(options.fabric);
+  std::optional<ethx::SwitchCommandServer> commands;
+  if (control) {
+    commands.emplace(*control);
+    runtime.set_commands(commands->hook());
+  }
+  ethx::notify_ready(options.ready_fd);
+  forward_in_requested_mode(runtime, forwarder, control ? &*control : nullptr);
+  if (wants_final_stats(options, parent_pid)) snapshot(true);
   return 0;
 }
 
@@ -207,8 +236,7 @@ int run_on_shared_memory(const SwitchOptions& options, const ethx::TopologyConfi
   }
   ethx::notify_ready(options.ready_fd);
   runtime.run(ethx::g_stop_requested);
-  const bool parent_alive = ::getppid() == parent_pid;
-  if (!options.stats_path.empty() && (parent_alive || options.stats_interval_ms > 0)) snapshot();
+  if (wants_final_stats(options, parent_pid)) snapshot();
   return 0;
 }
 

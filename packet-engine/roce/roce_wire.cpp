@@ -291,24 +291,23 @@ std::size_t wire_bytes(std::size_t frame_bytes) {
   return std::max<std::size_t>(frame_bytes, 60) + 24;
 }
 
-Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
-                    std::span<const std::byte> payload) {
-  const OpcodeLayout layout = layout_of(fields.opcode);
-  const std::size_t pad = (4 - payload.size() % 4) % 4;
-  const std::size_t total = frame_bytes(fields.opcode, payload.size());
-  Frame frame(total);
-  const std::span<std::byte> out(frame);
+namespace {
 
+// ---- encode_packet's steps: one header each, in wire order ----
+
+void store_ethernet(std::span<std::byte> out, const PacketAddress& address) {
   EthernetHeader eth;
   std::copy(address.dst_mac.octets.begin(), address.dst_mac.octets.end(), eth.dst);
   std::copy(address.src_mac.octets.begin(), address.src_mac.octets.end(), eth.src);
   eth.ether_type = kEtherTypeIpv4;
   store(out, 0, eth);
+}
 
+void store_ipv4(std::span<std::byte> out, const PacketAddress& address, std::size_t frame_bytes) {
   Ipv4Header ip;
   ip.version_ihl = 0x45;
   ip.tos = static_cast<std::uint8_t>((address.dscp << 2) | (address.ecn & 0x3));
-  ip.total_length = static_cast<std::uint16_t>(total - kEthernetHeaderBytes);
+  ip.total_length = static_cast<std::uint16_t>(frame_bytes - kEthernetHeaderBytes);
   ip.identification = address.identification;
   ip.flags_fragment = kIpDontFragment;
   ip.ttl = address.ttl;
@@ -319,25 +318,33 @@ Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
   store(out, kIpOffset, ip);
   ip.header_checksum = ipv4_header_checksum(out.subspan(kIpOffset, kIpv4Bytes));
   store(out, kIpOffset, ip);
+}
 
+void store_udp(std::span<std::byte> out, const PacketAddress& address, std::size_t frame_bytes) {
   UdpHeader udp;
   udp.src_port = address.udp_src_port;
   udp.dst_port = kUdpPortRoceV2;
-  udp.length = static_cast<std::uint16_t>(total - kUdpOffset);
+  udp.length = static_cast<std::uint16_t>(frame_bytes - kUdpOffset);
   udp.checksum = 0;
   store(out, kUdpOffset, udp);
+}
 
+void store_bth(std::span<std::byte> out, const PacketFields& fields, std::size_t pad_bytes) {
   Bth bth;
   bth.opcode = static_cast<std::uint8_t>(fields.opcode);
   bth.flags = static_cast<std::uint8_t>((fields.solicited ? kBthSolicited : 0) |
-                                        (pad << kBthPadShift));  // TVer 0
+                                        (pad_bytes << kBthPadShift));  // TVer 0
   bth.pkey = fields.pkey;
   bth.fecn_becn = fields.becn ? kBthBecn : 0;
   bth.dest_qp = fields.dest_qp & kPsnMask;
   bth.ack_request = fields.ack_request ? kBthAckReq : 0;
   bth.psn = fields.psn & kPsnMask;
   store(out, kBthOffset, bth);
+}
 
+// The extended headers `layout` names, in wire order; returns the offset after them.
+std::size_t store_extension_headers(std::span<std::byte> out, const OpcodeLayout& layout,
+                                    const PacketFields& fields) {
   std::size_t at = kExtOffset;
   if (layout.reth) {
     Reth reth;
@@ -375,6 +382,23 @@ Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
     store(out, at, ack);
     at += sizeof(AtomicAckEth);
   }
+  return at;
+}
+
+}  // namespace
+
+Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
+                    std::span<const std::byte> payload) {
+  const OpcodeLayout layout = layout_of(fields.opcode);
+  const std::size_t pad = (4 - payload.size() % 4) % 4;
+  const std::size_t total = frame_bytes(fields.opcode, payload.size());
+  Frame frame(total);
+  const std::span<std::byte> out(frame);
+  store_ethernet(out, address);
+  store_ipv4(out, address, total);
+  store_udp(out, address, total);
+  store_bth(out, fields, pad);
+  std::size_t at = store_extension_headers(out, layout, fields);
   if (!payload.empty()) std::memcpy(frame.data() + at, payload.data(), payload.size());
   at += payload.size() + pad;  // pad bytes stay zero
 
@@ -384,12 +408,13 @@ Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
   return frame;
 }
 
-DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
-  if (frame.size() < kEthernetHeaderBytes) return DecodeError::kTruncatedEthernet;
-  const auto eth = load<EthernetHeader>(frame, 0);
-  if (eth.ether_type.value() != kEtherTypeIpv4) return DecodeError::kNotIpv4;
-  if (frame.size() < kIpOffset + kIpv4Bytes) return DecodeError::kTruncatedIp;
-  const auto ip = load<Ipv4Header>(frame, kIpOffset);
+namespace {
+
+// ---- decode_packet's steps: the checks of each layer, in the order they always ran, on the
+// headers decode_packet loaded once (copies of the packed headers through the stack, one per
+// step, made decoding a fifth slower) ----
+
+DecodeError check_ipv4(std::span<const std::byte> frame, const Ipv4Header& ip) {
   if (ip.version_ihl.value() != 0x45) return DecodeError::kBadIpHeader;
   if (ipv4_header_checksum(frame.subspan(kIpOffset, kIpv4Bytes)) != 0) {
     return DecodeError::kBadIpChecksum;
@@ -401,53 +426,81 @@ DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
   if ((ip.flags_fragment.value() & 0x3FFF) != 0) return DecodeError::kFragmented;
   if (ip.protocol.value() != kIpProtocolUdp) return DecodeError::kNotUdp;
   if (ip_total < kIpv4Bytes + kUdpBytes) return DecodeError::kTruncatedIp;
-  const auto udp = load<UdpHeader>(frame, kUdpOffset);
+  return DecodeError::kOk;
+}
+
+DecodeError check_udp(std::span<const std::byte> frame, const Ipv4Header& ip,
+                      const UdpHeader& udp) {
   if (udp.dst_port.value() != kUdpPortRoceV2) return DecodeError::kNotRoce;
-  const std::size_t udp_bytes = ip_total - kIpv4Bytes;
+  const std::size_t udp_bytes = ip.total_length.value() - kIpv4Bytes;
   if (udp.length.value() != udp_bytes) return DecodeError::kBadUdpLength;
-  const std::uint32_t src_ip = to_ip(ip.src);
-  const std::uint32_t dst_ip = to_ip(ip.dst);
   // Zero means "not computed" (RoCEv2 senders normally leave it so); otherwise it must verify.
   if (udp.checksum.value() != 0 &&
-      udp_checksum(src_ip, dst_ip, frame.subspan(kUdpOffset, udp_bytes)) != 0) {
+      udp_checksum(to_ip(ip.src), to_ip(ip.dst), frame.subspan(kUdpOffset, udp_bytes)) != 0) {
     return DecodeError::kBadUdpChecksum;
   }
-  if (udp_bytes < kUdpBytes + kBthBytes + kIcrcBytes) return DecodeError::kTruncatedBth;
-  const auto bth = load<Bth>(frame, kBthOffset);
+  return DecodeError::kOk;
+}
+
+// Where the opcode's extended headers end and how much payload and pad follow them.
+struct BthLayout {
+  DecodeError error = DecodeError::kOk;
+  OpcodeLayout layout{};
+  std::size_t pad_bytes = 0;
+  std::size_t payload_and_pad_bytes = 0;  // between the extended headers and the ICRC
+};
+
+// The BTH's version and opcode, and whether the opcode's extended headers, payload and pad fit
+// the packet.
+BthLayout check_bth(const Bth& bth, std::size_t ip_total) {
   const std::uint8_t flags = bth.flags.value();
-  if ((flags & kBthTverMask) != 0) return DecodeError::kBadTransportVersion;
-  if (!is_known_opcode(bth.opcode.value())) return DecodeError::kUnknownOpcode;
-  const auto opcode = static_cast<Opcode>(bth.opcode.value());
-  const OpcodeLayout layout = layout_of(opcode);
+  if ((flags & kBthTverMask) != 0) return {DecodeError::kBadTransportVersion};
+  if (!is_known_opcode(bth.opcode.value())) return {DecodeError::kUnknownOpcode};
+  const OpcodeLayout layout = layout_of(static_cast<Opcode>(bth.opcode.value()));
   const std::size_t end = kIpOffset + ip_total;  // first byte after the ICRC
   const std::size_t ext_end = kExtOffset + layout.ext_bytes();
-  if (ext_end + kIcrcBytes > end) return DecodeError::kTruncatedHeaders;
+  if (ext_end + kIcrcBytes > end) return {DecodeError::kTruncatedHeaders};
   const std::size_t payload_and_pad = end - kIcrcBytes - ext_end;
   const std::size_t pad = (flags >> kBthPadShift) & 0x3;
-  if (pad > payload_and_pad || payload_and_pad % 4 != 0) return DecodeError::kBadPadding;
-  if (!layout.payload && payload_and_pad != 0) return DecodeError::kUnexpectedPayload;
-  const auto carried = load<be::little_uint32_buf_t>(frame, end - kIcrcBytes).value();
-  if (icrc(frame.subspan(kIpOffset, ip_total - kIcrcBytes)) != carried) {
-    return DecodeError::kBadIcrc;
-  }
+  if (pad > payload_and_pad || payload_and_pad % 4 != 0) return {DecodeError::kBadPadding};
+  if (!layout.payload && payload_and_pad != 0) return {DecodeError::kUnexpectedPayload};
+  return {DecodeError::kOk, layout, pad, payload_and_pad};
+}
 
+DecodeError check_icrc(std::span<const std::byte> frame, std::size_t ip_total) {
+  const std::size_t end = kIpOffset + ip_total;  // first byte after the ICRC
+  const auto carried = load<be::little_uint32_buf_t>(frame, end - kIcrcBytes).value();
+  return icrc(frame.subspan(kIpOffset, ip_total - kIcrcBytes)) == carried ? DecodeError::kOk
+                                                                          : DecodeError::kBadIcrc;
+}
+
+// The view's fields from the fixed headers (Ethernet, IPv4, UDP, BTH) of a checked packet.
+void view_fixed_headers(const EthernetHeader& eth, const Ipv4Header& ip, const UdpHeader& udp,
+                        const Bth& bth, PacketView& out) {
+  const std::uint8_t flags = bth.flags.value();
   out.dst_mac = to_mac(eth.dst);
   out.src_mac = to_mac(eth.src);
-  out.src_ip = src_ip;
-  out.dst_ip = dst_ip;
+  out.src_ip = to_ip(ip.src);
+  out.dst_ip = to_ip(ip.dst);
   out.dscp = ip.tos.value() >> 2;
   out.ecn = ip.tos.value() & 0x3;
   out.ttl = ip.ttl.value();
   out.udp_src_port = udp.src_port.value();
-  out.opcode = opcode;
+  out.opcode = static_cast<Opcode>(bth.opcode.value());
   out.solicited = (flags & kBthSolicited) != 0;
-  out.pad_bytes = static_cast<std::uint8_t>(pad);
+  out.pad_bytes = static_cast<std::uint8_t>((flags >> kBthPadShift) & 0x3);
   out.pkey = bth.pkey.value();
   out.fecn = (bth.fecn_becn.value() & kBthFecn) != 0;
   out.becn = (bth.fecn_becn.value() & kBthBecn) != 0;
   out.dest_qp = bth.dest_qp.value();
   out.ack_request = (bth.ack_request.value() & kBthAckReq) != 0;
   out.psn = bth.psn.value();
+}
+
+// The view's extended headers, those `layout` names (the others reset); returns the offset
+// after them, where the payload starts.
+std::size_t view_extension_headers(std::span<const std::byte> frame, const OpcodeLayout& layout,
+                                   PacketView& out) {
   out.reth.reset();
   out.atomic_eth.reset();
   out.imm.reset();
@@ -474,7 +527,35 @@ DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
     out.atomic_original = load<AtomicAckEth>(frame, at).original.value();
     at += sizeof(AtomicAckEth);
   }
-  out.payload = frame.subspan(at, payload_and_pad - pad);
+  return at;
+}
+
+}  // namespace
+
+DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
+  if (frame.size() < kEthernetHeaderBytes) return DecodeError::kTruncatedEthernet;
+  const auto eth = load<EthernetHeader>(frame, 0);
+  if (eth.ether_type.value() != kEtherTypeIpv4) return DecodeError::kNotIpv4;
+  if (frame.size() < kIpOffset + kIpv4Bytes) return DecodeError::kTruncatedIp;
+  const auto ip = load<Ipv4Header>(frame, kIpOffset);
+  if (const DecodeError error = check_ipv4(frame, ip); error != DecodeError::kOk) return error;
+  const std::size_t ip_total = ip.total_length.value();
+  const auto udp = load<UdpHeader>(frame, kUdpOffset);  // check_ipv4: ip_total covers it
+  if (const DecodeError error = check_udp(frame, ip, udp); error != DecodeError::kOk) {
+    return error;
+  }
+  if (ip_total - kIpv4Bytes < kUdpBytes + kBthBytes + kIcrcBytes) {
+    return DecodeError::kTruncatedBth;
+  }
+  const auto bth = load<Bth>(frame, kBthOffset);
+  const BthLayout layout = check_bth(bth, ip_total);
+  if (layout.error != DecodeError::kOk) return layout.error;
+  if (const DecodeError error = check_icrc(frame, ip_total); error != DecodeError::kOk) {
+    return error;
+  }
+  view_fixed_headers(eth, ip, udp, bth, out);
+  const std::size_t payload_at = view_extension_headers(frame, layout.layout, out);
+  out.payload = frame.subspan(payload_at, layout.payload_and_pad_bytes - layout.pad_bytes);
   return DecodeError::kOk;
 }
 

@@ -199,128 +199,214 @@ struct CopyBench {
   }
 };
 
+// Where run_bench works: its GPU and peer, and its slot in every GPU's bench region.
+struct BenchPlan {
+  std::uint32_t self = 0;
+  std::uint32_t peer = 0;
+  std::uint32_t gpu_count = 0;
+  std::uint64_t slot_bytes = 0;
+  std::uint64_t region = 0;      // the slot in BAR 2 (this GPU's HBM)
+  std::uint64_t peer_base = 0;   // the peer's slot in the window
+  std::uint64_t local_base = 0;  // this GPU's slot in the window
+  bool quick = false;
+  std::uint64_t seed = 0;
+};
+
+BenchPlan plan_bench(const GuestCommand& command, GpuFunction& gpu) {
+  const Geometry geometry = read_geometry(gpu, true);
+  BenchPlan plan;
+  plan.self = geometry.gpu_id;
+  plan.gpu_count = geometry.gpu_count;
+  if (plan.self >= plan.gpu_count) {
+    throw CommandError("GPU_ID " + std::to_string(plan.self) + " is not below GPU_COUNT " +
+                       std::to_string(plan.gpu_count));
+  }
+  plan.peer =
+      command.peer.value_or(plan.gpu_count > 1 ? (plan.self + 1) % plan.gpu_count : plan.self);
+  if (plan.peer >= plan.gpu_count) {
+    throw CommandError("--peer " + std::to_string(plan.peer) + ": the fabric has " +
+                       std::to_string(plan.gpu_count) + " GPUs");
+  }
+  plan.slot_bytes = bench_slot_bytes(plan.gpu_count);
+  plan.region = kBenchBase + plan.self * plan.slot_bytes;
+  const std::size_t hbm_bytes = gpu.bar(kHbmBar).size();
+  if (kBenchEnd > geometry.aperture_bytes() || plan.region + plan.slot_bytes > hbm_bytes ||
+      plan.slot_bytes * plan.gpu_count > kBenchEnd - kBenchBase) {
+    throw CommandError("bench needs 40 MiB of GPU memory (HBM " + std::to_string(hbm_bytes) +
+                       " bytes, aperture " + std::to_string(geometry.aperture_mib) + " MiB)");
+  }
+  plan.peer_base = geometry.window_addr(plan.peer, plan.region);
+  plan.local_base = geometry.window_addr(plan.self, plan.region);
+  plan.quick = command.quick;
+  // A fresh seed per run: data left by an earlier run cannot pass as this run's.
+  plan.seed = now_ns() ^ (std::uint64_t{plan.self} << 48);
+  return plan;
+}
+
+struct LatencySamples {
+  std::size_t samples = 0;
+  std::vector<std::uint64_t> window_ns;
+  std::vector<std::uint64_t> hbm_ns;
+  std::vector<std::uint64_t> mmio_ns;
+};
+
+// (a) Latency: 8-byte window loads of a pattern stored first; local HBM; BAR 0 SCRATCH.
+LatencySamples measure_latency(GpuFunction& gpu, const BenchPlan& plan, Tally& tally) {
+  BarAccess& window = gpu.bar(kWindowBar);
+  BarAccess& hbm = gpu.bar(kHbmBar);
+  const std::uint64_t seed = plan.seed;
+  LatencySamples latency;
+  latency.samples = std::min<std::uint64_t>(plan.quick ? 256 : 2048, plan.slot_bytes / 16);
+  for (std::size_t i = 0; i < latency.samples; ++i) {
+    window.write(plan.peer_base + 8 * i, 8, pattern_word(seed + 1, i));
+  }
+  latency.window_ns = timed(latency.samples, [&](std::size_t i) {
+    tally.check(window.read(plan.peer_base + 8 * i, 8), pattern_word(seed + 1, i));
+  });
+  for (std::size_t i = 0; i < latency.samples; ++i) {
+    hbm.write(plan.region + 8 * i, 8, pattern_word(seed + 2, i));
+  }
+  latency.hbm_ns = timed(latency.samples, [&](std::size_t i) {
+    tally.check(hbm.read(plan.region + 8 * i, 8), pattern_word(seed + 2, i));
+  });
+  gpu.write(kScratch, seed);
+  latency.mmio_ns =
+      timed(latency.samples, [&](std::size_t) { tally.check(gpu.read(kScratch), seed); });
+  tally.add(take_error(gpu));
+  return latency;
+}
+
+json latency_report(const std::string& bdf, const BenchPlan& plan, const LatencySamples& measured) {
+  const json mmio = latency(measured.mmio_ns);
+  return {{"bdf", bdf},
+          {"gpu_id", plan.self},
+          {"peer", plan.peer},
+          {"gpu_count", plan.gpu_count},
+          {"quick", plan.quick},
+          {"region",
+           {{"peer_addr", plan.peer_base},
+            {"local_addr", plan.local_base},
+            {"slot_bytes", plan.slot_bytes}}},
+          {"latency",
+           {{"samples", measured.samples},
+            {"window_load", latency(measured.window_ns)},
+            {"local_hbm_load", latency(measured.hbm_ns)},
+            {"mmio_read", mmio}}},
+          {"mmio_trap_ns", mmio.value("p50_ns", std::uint64_t{0})}};
+}
+
+struct StoreResult {
+  std::uint64_t bytes = 0;
+  std::uint64_t ns = 0;
+  std::uint64_t words_checked = 0;
+};
+
+// (b) Store bandwidth: 8-byte stores; the load of the last word completes after all of them
+// (one destination: performed in order, a read sees earlier writes).
+StoreResult measure_stores(GpuFunction& gpu, const BenchPlan& plan, Tally& tally) {
+  BarAccess& window = gpu.bar(kWindowBar);
+  const std::uint64_t seed = plan.seed + 3;
+  StoreResult store;
+  store.bytes =
+      std::min<std::uint64_t>(plan.quick ? std::uint64_t{256} * 1024 : kMiB, plan.slot_bytes / 2);
+  const std::uint64_t words = store.bytes / 8;
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < words; ++i) {
+    window.write(plan.peer_base + 8 * i, 8, pattern_word(seed, i));
+  }
+  tally.check(window.read(plan.peer_base + store.bytes - 8, 8), pattern_word(seed, words - 1));
+  store.ns = now_ns() - start;
+  const std::uint64_t stride = plan.quick ? 8 : 1;
+  for (std::uint64_t i = 0; i < words; i += stride, ++store.words_checked) {
+    tally.check(window.read(plan.peer_base + 8 * i, 8), pattern_word(seed, i));
+  }
+  tally.add(take_error(gpu));
+  return store;
+}
+
+struct AtomicRate {
+  std::uint64_t ops = 0;
+  std::uint64_t ns = 0;
+  std::uint64_t final_count = 0;
+  std::uint32_t status = 0;
+};
+
+// (d) Atomic rate: fetch-add 1 on a peer counter; every old value is the count so far.
+AtomicRate measure_atomics(GpuFunction& gpu, const DeviceLock& lock, const BenchPlan& plan,
+                           Tally& tally) {
+  AtomicRate rate;
+  rate.ops = plan.quick ? 256 : 4096;
+  const std::uint64_t counter = plan.peer_base + plan.slot_bytes - 8;
+  rate.status = run_atomic(lock, AtomicOp::kSwap, counter, 8, 0).status;
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < rate.ops && rate.status == 0; ++i) {
+    const AtomicResult added = run_atomic(lock, AtomicOp::kFetchAdd, counter, 8, 1);
+    rate.status = added.status;
+    if (added.status == 0) tally.check(added.old_value, i);
+  }
+  rate.ns = now_ns() - start;
+  if (rate.status != 0) ++tally.errors;
+  rate.final_count = gpu.bar(kWindowBar).read(counter, 8);
+  tally.check(rate.final_count, rate.ops);
+  tally.add(take_error(gpu));
+  return rate;
+}
+
+// clang-tidy 14 reports nlohmann::json's throwing default constructor through the implicit
+// special members; nothing here is noexcept.
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct CopyResults {
+  json fill;    // the one local -> peer copy that fills the peer's slot
+  json copies;  // per size, the copies back
+};
+
+// (c) The copy engine (CopyBench): the peer's slot filled, then copied back size by size.
+CopyResults measure_copies(GpuFunction& gpu, const DeviceLock& lock, const BenchPlan& plan,
+                           std::chrono::nanoseconds timeout, Tally& tally) {
+  CopyBench copy_bench{lock,           gpu.bar(kHbmBar), plan.region, plan.local_base,
+                       plan.peer_base, timeout,          tally};
+  const std::uint64_t copy_max =
+      std::min<std::uint64_t>(plan.quick ? kMiB : 4 * kMiB, plan.slot_bytes);
+  CopyResults copy;
+  copy.fill = copy_bench.fill_peer(copy_max, plan.seed + 4);
+  copy.copies =
+      copy.fill.value("done", false) ? copy_bench.measure(copy_max, plan.quick) : json::array();
+  tally.add(take_error(gpu));
+  return copy;
+}
+
+json bandwidth_report(const StoreResult& store, const AtomicRate& atomic, const CopyResults& copy) {
+  const double ops_per_s =
+      atomic.ns == 0 ? 0.0 : static_cast<double>(atomic.ops) * 1e9 / static_cast<double>(atomic.ns);
+  return {{"store",
+           {{"bytes", store.bytes},
+            {"ns", store.ns},
+            {"gbps", gbps(store.bytes, store.ns)},
+            {"words_checked", store.words_checked}}},
+          {"copy", copy.copies},
+          {"copy_fill", copy.fill},
+          {"atomic",
+           {{"ops", atomic.ops},
+            {"ns", atomic.ns},
+            {"ops_per_s", ops_per_s},
+            {"final", atomic.final_count},
+            {"status_name", status_code_name(atomic.status)}}}};
+}
+
 }  // namespace
 
 json run_bench(const GuestCommand& command, GpuFunction& gpu, const RunOptions& options) {
-  const Geometry geometry = read_geometry(gpu, true);
-  const std::uint32_t self = geometry.gpu_id;
-  if (self >= geometry.gpu_count) {
-    throw CommandError("GPU_ID " + std::to_string(self) + " is not below GPU_COUNT " +
-                       std::to_string(geometry.gpu_count));
-  }
-  const std::uint32_t peer =
-      command.peer.value_or(geometry.gpu_count > 1 ? (self + 1) % geometry.gpu_count : self);
-  if (peer >= geometry.gpu_count) {
-    throw CommandError("--peer " + std::to_string(peer) + ": the fabric has " +
-                       std::to_string(geometry.gpu_count) + " GPUs");
-  }
-  const std::uint64_t slot = bench_slot_bytes(geometry.gpu_count);
-  const std::uint64_t region = kBenchBase + self * slot;
-  BarAccess& window = gpu.bar(kWindowBar);
-  BarAccess& hbm = gpu.bar(kHbmBar);
-  if (kBenchEnd > geometry.aperture_bytes() || region + slot > hbm.size() ||
-      slot * geometry.gpu_count > kBenchEnd - kBenchBase) {
-    throw CommandError("bench needs 40 MiB of GPU memory (HBM " + std::to_string(hbm.size()) +
-                       " bytes, aperture " + std::to_string(geometry.aperture_mib) + " MiB)");
-  }
-  const std::uint64_t peer_base = geometry.window_addr(peer, region);
-  const std::uint64_t local_base = geometry.window_addr(self, region);
-  const bool quick = command.quick;
-  // A fresh seed per run: data left by an earlier run cannot pass as this run's.
-  const std::uint64_t seed = now_ns() ^ (std::uint64_t{self} << 48);
-
+  const BenchPlan plan = plan_bench(command, gpu);
   DeviceLock lock(gpu, lock_dir(options));  // atomics and copies use the register set
   take_error(gpu);
   Tally tally;
-
-  // (a) Latency: 8-byte window loads of a pattern stored first; local HBM; BAR 0 SCRATCH.
-  const std::size_t samples = std::min<std::uint64_t>(quick ? 256 : 2048, slot / 16);
-  for (std::size_t i = 0; i < samples; ++i) {
-    window.write(peer_base + 8 * i, 8, pattern_word(seed + 1, i));
-  }
-  const auto window_ns = timed(samples, [&](std::size_t i) {
-    tally.check(window.read(peer_base + 8 * i, 8), pattern_word(seed + 1, i));
-  });
-  for (std::size_t i = 0; i < samples; ++i) hbm.write(region + 8 * i, 8, pattern_word(seed + 2, i));
-  const auto hbm_ns = timed(samples, [&](std::size_t i) {
-    tally.check(hbm.read(region + 8 * i, 8), pattern_word(seed + 2, i));
-  });
-  gpu.write(kScratch, seed);
-  const auto mmio_ns = timed(samples, [&](std::size_t) { tally.check(gpu.read(kScratch), seed); });
-  tally.add(take_error(gpu));
-  const json mmio = latency(mmio_ns);
-  json result = {
-      {"bdf", gpu.bdf()},
-      {"gpu_id", self},
-      {"peer", peer},
-      {"gpu_count", geometry.gpu_count},
-      {"quick", quick},
-      {"region", {{"peer_addr", peer_base}, {"local_addr", local_base}, {"slot_bytes", slot}}},
-      {"latency",
-       {{"samples", samples},
-        {"window_load", latency(window_ns)},
-        {"local_hbm_load", latency(hbm_ns)},
-        {"mmio_read", mmio}}},
-      {"mmio_trap_ns", mmio.value("p50_ns", std::uint64_t{0})}};
+  json result = latency_report(gpu.bdf(), plan, measure_latency(gpu, plan, tally));
   // The host interleaves these short runs with its own baseline rounds (ethx bench --vms).
   if (command.latency_only) return tally.finish(std::move(result), "bench --latency-only");
-
-  // (b) Store bandwidth: 8-byte stores; the load of the last word completes after all of them
-  // (one destination: performed in order, a read sees earlier writes).
-  const std::uint64_t store_bytes =
-      std::min<std::uint64_t>(quick ? std::uint64_t{256} * 1024 : kMiB, slot / 2);
-  const std::uint64_t store_words = store_bytes / 8;
-  const std::uint64_t store_start = now_ns();
-  for (std::uint64_t i = 0; i < store_words; ++i) {
-    window.write(peer_base + 8 * i, 8, pattern_word(seed + 3, i));
-  }
-  tally.check(window.read(peer_base + store_bytes - 8, 8), pattern_word(seed + 3, store_words - 1));
-  const std::uint64_t store_ns = now_ns() - store_start;
-  const std::uint64_t stride = quick ? 8 : 1;
-  std::uint64_t store_checked = 0;
-  for (std::uint64_t i = 0; i < store_words; i += stride, ++store_checked) {
-    tally.check(window.read(peer_base + 8 * i, 8), pattern_word(seed + 3, i));
-  }
-  tally.add(take_error(gpu));
-
-  // (d) Atomic rate: fetch-add 1 on a peer counter; every old value is the count so far.
-  const std::uint64_t atomic_ops = quick ? 256 : 4096;
-  const std::uint64_t counter = peer_base + slot - 8;
-  std::uint32_t atomic_status = run_atomic(lock, AtomicOp::kSwap, counter, 8, 0).status;
-  const std::uint64_t atomic_start = now_ns();
-  for (std::uint64_t i = 0; i < atomic_ops && atomic_status == 0; ++i) {
-    const AtomicResult added = run_atomic(lock, AtomicOp::kFetchAdd, counter, 8, 1);
-    atomic_status = added.status;
-    if (added.status == 0) tally.check(added.old_value, i);
-  }
-  const std::uint64_t atomic_ns = now_ns() - atomic_start;
-  if (atomic_status != 0) ++tally.errors;
-  const std::uint64_t final_count = window.read(counter, 8);
-  tally.check(final_count, atomic_ops);
-  tally.add(take_error(gpu));
-
-  CopyBench copy_bench{lock, hbm, region, local_base, peer_base, options.copy_timeout, tally};
-  const std::uint64_t copy_max = std::min<std::uint64_t>(quick ? kMiB : 4 * kMiB, slot);
-  const json copy_fill = copy_bench.fill_peer(copy_max, seed + 4);
-  const json copies =
-      copy_fill.value("done", false) ? copy_bench.measure(copy_max, quick) : json::array();
-  tally.add(take_error(gpu));
-
-  result.update({{"store",
-                  {{"bytes", store_bytes},
-                   {"ns", store_ns},
-                   {"gbps", gbps(store_bytes, store_ns)},
-                   {"words_checked", store_checked}}},
-                 {"copy", copies},
-                 {"copy_fill", copy_fill},
-                 {"atomic",
-                  {{"ops", atomic_ops},
-                   {"ns", atomic_ns},
-                   {"ops_per_s", atomic_ns == 0 ? 0.0
-                                                : static_cast<double>(atomic_ops) * 1e9 /
-                                                      static_cast<double>(atomic_ns)},
-                   {"final", final_count},
-                   {"status_name", status_code_name(atomic_status)}}}});
+  const StoreResult store = measure_stores(gpu, plan, tally);
+  const AtomicRate atomic = measure_atomics(gpu, lock, plan, tally);
+  const CopyResults copy = measure_copies(gpu, lock, plan, options.copy_timeout, tally);
+  result.update(bandwidth_report(store, atomic, copy));
   return tally.finish(std::move(result), "bench");
 }
 
@@ -373,93 +459,138 @@ std::uint64_t barrier(GpuList& gpus, std::uint64_t addr, std::uint32_t total,
   }
 }
 
-}  // namespace
+// What every alltoall phase needs: the sizes, the GPUs taking part, the barrier.
+struct AlltoallPlan {
+  std::uint64_t bytes_per_peer = 0;
+  std::uint64_t salt = 0;
+  std::uint32_t total = 0;           // GPUs taking part, in all VMs
+  std::vector<Geometry> geometries;  // of the local GPUs
+  std::uint64_t barrier_addr = 0;
+  std::chrono::nanoseconds timeout{};  // each barrier
+  // Window address of byte `offset` of GPU `target`'s memory (the same in every GPU).
+  std::uint64_t window_addr(std::uint64_t target, std::uint64_t offset) const {
+    return geometries.front().window_addr(target, offset);
+  }
+};
 
-json run_alltoall(const GuestCommand& command, GpuList& gpus, const RunOptions& options) {
-  const std::uint64_t n = *command.bytes_per_peer;
-  const std::uint64_t salt = *command.salt;
-  std::vector<Geometry> geometries;
-  for (auto& gpu : gpus) geometries.push_back(read_geometry(*gpu, true));
-  const Geometry& first = geometries.front();
-  const std::uint32_t total = command.gpus_total.value_or(first.gpu_count);
-  if (total > first.gpu_count) {
-    throw CommandError("--gpus-total " + std::to_string(total) + ": the fabric has " +
+// Checks every local GPU against the plan, clearing the errors earlier commands left.
+AlltoallPlan prepare_alltoall(const GuestCommand& command, GpuList& gpus,
+                              const RunOptions& options) {
+  AlltoallPlan plan;
+  plan.bytes_per_peer = *command.bytes_per_peer;
+  plan.salt = *command.salt;
+  for (auto& gpu : gpus) plan.geometries.push_back(read_geometry(*gpu, true));
+  const Geometry& first = plan.geometries.front();
+  plan.total = command.gpus_total.value_or(first.gpu_count);
+  if (plan.total > first.gpu_count) {
+    throw CommandError("--gpus-total " + std::to_string(plan.total) + ": the fabric has " +
                        std::to_string(first.gpu_count) + " GPUs");
   }
-  json local_ids = json::array();
+  const std::uint64_t n = plan.bytes_per_peer;
   for (std::size_t k = 0; k < gpus.size(); ++k) {
-    if (geometries[k].gpu_id >= total) {
-      throw CommandError("local GPU " + std::to_string(geometries[k].gpu_id) +
-                         " is not among the " + std::to_string(total) + " GPUs taking part");
+    if (plan.geometries[k].gpu_id >= plan.total) {
+      throw CommandError("local GPU " + std::to_string(plan.geometries[k].gpu_id) +
+                         " is not among the " + std::to_string(plan.total) + " GPUs taking part");
     }
-    if (kAlltoallBase + total * n >
+    if (kAlltoallBase + plan.total * n >
         std::min(gpus[k]->bar(kHbmBar).size(), static_cast<std::size_t>(first.aperture_bytes()))) {
-      throw CommandError("alltoall needs 48 MiB + " + std::to_string(total) + " x " +
+      throw CommandError("alltoall needs 48 MiB + " + std::to_string(plan.total) + " x " +
                          std::to_string(n) + " bytes of GPU memory; HBM has " +
                          std::to_string(gpus[k]->bar(kHbmBar).size()));
     }
-    local_ids.push_back(geometries[k].gpu_id);
     take_error(*gpus[k]);
   }
-  const std::uint64_t barrier_addr =
-      first.window_addr(0, kBarrierBase + 8 * (salt % kBarrierWords));
-  const auto timeout = command.timeout_s ? std::chrono::seconds(*command.timeout_s)
-                                         : std::chrono::nanoseconds(options.barrier_timeout);
-  const std::uint64_t words = n / 8;
-  Tally tally;
+  plan.barrier_addr = first.window_addr(0, kBarrierBase + 8 * (plan.salt % kBarrierWords));
+  plan.timeout = command.timeout_s ? std::chrono::seconds(*command.timeout_s)
+                                   : std::chrono::nanoseconds(options.barrier_timeout);
+  return plan;
+}
 
-  // Phase 1: every local GPU writes its pattern into every other GPU; a load of the last word
-  // written to each destination returns after all the stores before it (per-destination
-  // order), so the data is in place before this GPU arrives at the barrier.
+struct WritePhase {
   std::uint64_t bytes_written = 0;
-  const std::uint64_t write_start = now_ns();
+  std::uint64_t ns = 0;
+};
+
+// Phase 1: every local GPU writes its pattern into every other GPU; a load of the last word
+// written to each destination returns after all the stores before it (per-destination
+// order), so the data is in place before this GPU arrives at the barrier.
+WritePhase write_to_every_peer(GpuList& gpus, const AlltoallPlan& plan, Tally& tally) {
+  const std::uint64_t n = plan.bytes_per_peer;
+  const std::uint64_t words = n / 8;
+  WritePhase phase;
+  const std::uint64_t start = now_ns();
   for (std::size_t k = 0; k < gpus.size(); ++k) {
-    const std::uint64_t src = geometries[k].gpu_id;
+    const std::uint64_t src = plan.geometries[k].gpu_id;
     BarAccess& window = gpus[k]->bar(kWindowBar);
-    for (std::uint64_t dst = 0; dst < total; ++dst) {
+    for (std::uint64_t dst = 0; dst < plan.total; ++dst) {
       if (dst == src) continue;
-      const std::uint64_t base = first.window_addr(dst, kAlltoallBase + src * n);
-      const std::uint64_t seed = alltoall_seed(salt, src, dst);
+      const std::uint64_t base = plan.window_addr(dst, kAlltoallBase + src * n);
+      const std::uint64_t seed = alltoall_seed(plan.salt, src, dst);
       for (std::uint64_t i = 0; i < words; ++i)
         window.write(base + 8 * i, 8, pattern_word(seed, i));
-      bytes_written += n;
+      phase.bytes_written += n;
     }
-    for (std::uint64_t dst = 0; dst < total; ++dst) {
+    for (std::uint64_t dst = 0; dst < plan.total; ++dst) {
       if (dst == src) continue;
-      const std::uint64_t last = first.window_addr(dst, kAlltoallBase + src * n + n - 8);
-      tally.check(window.read(last, 8), pattern_word(alltoall_seed(salt, src, dst), words - 1));
+      const std::uint64_t last = plan.window_addr(dst, kAlltoallBase + src * n + n - 8);
+      tally.check(window.read(last, 8),
+                  pattern_word(alltoall_seed(plan.salt, src, dst), words - 1));
     }
     tally.add(take_error(*gpus[k]));
   }
-  const std::uint64_t write_ns = now_ns() - write_start;
+  phase.ns = now_ns() - start;
+  return phase;
+}
 
-  json waits = json::array();
-  waits.push_back(barrier(gpus, barrier_addr, total, timeout, options));
-
-  // Phase 2: what every other GPU wrote into this VM's GPUs, read through the local HBM BAR.
+// Phase 2: what every other GPU wrote into this VM's GPUs, read through the local HBM BAR;
+// returns the bytes checked.
+std::uint64_t verify_from_every_peer(GpuList& gpus, const AlltoallPlan& plan, Tally& tally) {
+  const std::uint64_t n = plan.bytes_per_peer;
   std::uint64_t bytes_verified = 0;
   for (std::size_t k = 0; k < gpus.size(); ++k) {
-    const std::uint64_t dst = geometries[k].gpu_id;
+    const std::uint64_t dst = plan.geometries[k].gpu_id;
     BarAccess& hbm = gpus[k]->bar(kHbmBar);
-    for (std::uint64_t src = 0; src < total; ++src) {
+    for (std::uint64_t src = 0; src < plan.total; ++src) {
       if (src == dst) continue;
-      const std::uint64_t seed = alltoall_seed(salt, src, dst);
-      for (std::uint64_t i = 0; i < words; ++i) {
+      const std::uint64_t seed = alltoall_seed(plan.salt, src, dst);
+      for (std::uint64_t i = 0; i < n / 8; ++i) {
         tally.check(ram_word(hbm, kAlltoallBase + src * n, i), pattern_word(seed, i));
       }
       bytes_verified += n;
     }
   }
-  // Exit barrier: nobody leaves (and perhaps starts the next round) while others still read.
-  waits.push_back(barrier(gpus, barrier_addr, total, timeout, options));
-  for (auto& gpu : gpus) tally.add(take_error(*gpu));
+  return bytes_verified;
+}
 
-  json result = {{"gpus_total", total},          {"local_gpus", local_ids},
-                 {"bytes_per_peer", n},          {"salt", salt},
-                 {"barrier_addr", barrier_addr}, {"bytes_written", bytes_written},
-                 {"write_ns", write_ns},         {"gbps", gbps(bytes_written, write_ns)},
-                 {"barrier_wait_ns", waits},     {"bytes_verified", bytes_verified}};
-  return tally.finish(std::move(result), "alltoall");
+json alltoall_report(const AlltoallPlan& plan, const WritePhase& written,
+                     const json& barrier_waits_ns, std::uint64_t bytes_verified) {
+  json local_ids = json::array();
+  for (const Geometry& geometry : plan.geometries) local_ids.push_back(geometry.gpu_id);
+  return {{"gpus_total", plan.total},
+          {"local_gpus", local_ids},
+          {"bytes_per_peer", plan.bytes_per_peer},
+          {"salt", plan.salt},
+          {"barrier_addr", plan.barrier_addr},
+          {"bytes_written", written.bytes_written},
+          {"write_ns", written.ns},
+          {"gbps", gbps(written.bytes_written, written.ns)},
+          {"barrier_wait_ns", barrier_waits_ns},
+          {"bytes_verified", bytes_verified}};
+}
+
+}  // namespace
+
+json run_alltoall(const GuestCommand& command, GpuList& gpus, const RunOptions& options) {
+  const AlltoallPlan plan = prepare_alltoall(command, gpus, options);
+  Tally tally;
+  const WritePhase written = write_to_every_peer(gpus, plan, tally);
+  json waits = json::array();
+  waits.push_back(barrier(gpus, plan.barrier_addr, plan.total, plan.timeout, options));
+  const std::uint64_t bytes_verified = verify_from_every_peer(gpus, plan, tally);
+  // Exit barrier: nobody leaves (and perhaps starts the next round) while others still read.
+  waits.push_back(barrier(gpus, plan.barrier_addr, plan.total, plan.timeout, options));
+  for (auto& gpu : gpus) tally.add(take_error(*gpu));
+  return tally.finish(alltoall_report(plan, written, waits, bytes_verified), "alltoall");
 }
 
 }  // namespace ethx::guest

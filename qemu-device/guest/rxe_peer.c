@@ -130,89 +130,110 @@ static int modify(struct ibv_qp* qp, struct ibv_qp_attr* attr, int mask, const c
   return 0;
 }
 
-// The background process: owns every verbs resource; reports on `report_fd`, then serves
-// `finish` through the files in STATE_DIR.
-static int serve(int report_fd, size_t size, uint32_t remote_ip, uint32_t remote_qpn,
-                 uint32_t remote_psn, uint32_t psn, int mtu_bytes, double timeout_s) {
+// What `start` was told about the engine's QP, and this side's PSN and path MTU.
+struct connection {
+  uint32_t remote_ip;  // network order
+  uint32_t remote_qpn;
+  uint32_t remote_psn;
+  uint32_t psn;
+  int mtu_bytes;
+};
+
+// Every verbs resource of the background process, created in this order and destroyed in the
+// reverse one; the registered memory is `buffer`.
+struct verbs {
+  struct ibv_device** list;
+  const char* device;
+  struct ibv_context* context;
+  union ibv_gid gid;
+  int gid_index;
+  struct ibv_pd* pd;
+  unsigned char* buffer;
+  size_t size;
+  struct ibv_mr* mr;
+  struct ibv_cq* cq;
+  struct ibv_qp* qp;
+};
+
+// The first RDMA device and its RoCE v2 GID with an IPv4 address; errors go to `report_fd`.
+static int open_device(int report_fd, struct verbs* v) {
   int devices = 0;
-  struct ibv_device** list = ibv_get_device_list(&devices);
-  if (list == NULL || devices == 0) {
+  v->list = ibv_get_device_list(&devices);
+  if (v->list == NULL || devices == 0) {
     dprintf(report_fd, "ERROR no RDMA device (is rdma_rxe loaded and rxe0 added?)\n");
     return 1;
   }
-  const char* device = ibv_get_device_name(list[0]);
-  struct ibv_context* context = ibv_open_device(list[0]);
-  if (context == NULL) {
-    dprintf(report_fd, "ERROR ibv_open_device %s: %s\n", device, strerror(errno));
+  v->device = ibv_get_device_name(v->list[0]);
+  v->context = ibv_open_device(v->list[0]);
+  if (v->context == NULL) {
+    dprintf(report_fd, "ERROR ibv_open_device %s: %s\n", v->device, strerror(errno));
     return 1;
   }
-  union ibv_gid gid;
-  const int gid_index = roce_v2_ipv4_gid(context, device, &gid);
-  if (gid_index < 0) {
+  v->gid_index = roce_v2_ipv4_gid(v->context, v->device, &v->gid);
+  if (v->gid_index < 0) {
     dprintf(report_fd, "ERROR %s has no RoCE v2 GID with an IPv4 address (eth0 address?)\n",
-            device);
+            v->device);
     return 1;
   }
-  struct ibv_pd* pd = ibv_alloc_pd(context);
-  unsigned char* buffer = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
-  if (pd == NULL || buffer == NULL) {
+  return 0;
+}
+
+// `size` bytes filled with the guest pattern and registered for remote access, a CQ and an
+// RC QP (still in RESET).
+static int create_resources(int report_fd, struct verbs* v, size_t size) {
+  v->pd = ibv_alloc_pd(v->context);
+  v->buffer = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  v->size = size;
+  if (v->pd == NULL || v->buffer == NULL) {
     dprintf(report_fd, "ERROR ibv_alloc_pd or memory: %s\n", strerror(errno));
     return 1;
   }
-  for (size_t i = 0; i < size; ++i) buffer[i] = guest_byte(i);
-  struct ibv_mr* mr = ibv_reg_mr(
-      pd, buffer, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  struct ibv_cq* cq = ibv_create_cq(context, 16, NULL, NULL, 0);
-  if (mr == NULL || cq == NULL) {
+  for (size_t i = 0; i < size; ++i) v->buffer[i] = guest_byte(i);
+  v->mr = ibv_reg_mr(v->pd, v->buffer, size,
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  v->cq = ibv_create_cq(v->context, 16, NULL, NULL, 0);
+  if (v->mr == NULL || v->cq == NULL) {
     dprintf(report_fd, "ERROR ibv_reg_mr or ibv_create_cq: %s\n", strerror(errno));
     return 1;
   }
   struct ibv_qp_init_attr init = {0};
-  init.send_cq = cq;
-  init.recv_cq = cq;
+  init.send_cq = v->cq;
+  init.recv_cq = v->cq;
   init.qp_type = IBV_QPT_RC;
   init.cap.max_send_wr = 4;
   init.cap.max_recv_wr = 4;
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
-  struct ibv_qp* qp = ibv_create_qp(pd, &init);
-  if (qp == NULL) {
+  v->qp = ibv_create_qp(v->pd, &init);
+  if (v->qp == NULL) {
     dprintf(report_fd, "ERROR ibv_create_qp: %s\n", strerror(errno));
     return 1;
   }
-  enum ibv_mtu mtu = IBV_MTU_1024;
+  return 0;
+}
+
+static enum ibv_mtu path_mtu(int mtu_bytes) {
   switch (mtu_bytes) {
     case 256:
-      mtu = IBV_MTU_256;
-      break;
+      return IBV_MTU_256;
     case 512:
-      mtu = IBV_MTU_512;
-      break;
+      return IBV_MTU_512;
     case 2048:
-      mtu = IBV_MTU_2048;
-      break;
+      return IBV_MTU_2048;
     case 4096:
-      mtu = IBV_MTU_4096;
-      break;
+      return IBV_MTU_4096;
     default:
-      mtu = IBV_MTU_1024;
-      break;
+      return IBV_MTU_1024;
   }
+}
+
+// RTR: the engine's QPN and PSN, reached through its IPv4-mapped GID.
+static int qp_to_rtr(struct ibv_qp* qp, const struct connection* peer, int gid_index) {
   struct ibv_qp_attr attr = {0};
-  attr.qp_state = IBV_QPS_INIT;
-  attr.pkey_index = 0;
-  attr.port_num = 1;
-  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-             "INIT")) {
-    dprintf(report_fd, "ERROR modify QP to INIT\n");
-    return 1;
-  }
-  memset(&attr, 0, sizeof attr);
   attr.qp_state = IBV_QPS_RTR;
-  attr.path_mtu = mtu;
-  attr.dest_qp_num = remote_qpn;
-  attr.rq_psn = remote_psn;
+  attr.path_mtu = path_mtu(peer->mtu_bytes);
+  attr.dest_qp_num = peer->remote_qpn;
+  attr.rq_psn = peer->remote_psn;
   attr.max_dest_rd_atomic = 4;
   attr.min_rnr_timer = 12;
   attr.ah_attr.is_global = 1;
@@ -222,82 +243,149 @@ static int serve(int report_fd, size_t size, uint32_t remote_ip, uint32_t remote
   memset(attr.ah_attr.grh.dgid.raw, 0, 10);
   attr.ah_attr.grh.dgid.raw[10] = 0xff;
   attr.ah_attr.grh.dgid.raw[11] = 0xff;
-  memcpy(&attr.ah_attr.grh.dgid.raw[12], &remote_ip, 4);  // network order already
-  if (modify(qp, &attr,
-             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-             "RTR")) {
+  memcpy(&attr.ah_attr.grh.dgid.raw[12], &peer->remote_ip, 4);  // network order already
+  return modify(qp, &attr,
+                IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                "RTR");
+}
+
+// RESET → INIT → RTR → RTS, connected to the engine's QP.
+static int connect_qp(int report_fd, const struct verbs* v, const struct connection* peer) {
+  struct ibv_qp_attr attr = {0};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = 1;
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (modify(v->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+             "INIT")) {
+    dprintf(report_fd, "ERROR modify QP to INIT\n");
+    return 1;
+  }
+  if (qp_to_rtr(v->qp, peer, v->gid_index)) {
     dprintf(report_fd, "ERROR modify QP to RTR (is the engine's address reachable?)\n");
     return 1;
   }
   memset(&attr, 0, sizeof attr);
   attr.qp_state = IBV_QPS_RTS;
-  attr.sq_psn = psn;
+  attr.sq_psn = peer->psn;
   attr.timeout = 14;
   attr.retry_cnt = 7;
   attr.rnr_retry = 7;
   attr.max_rd_atomic = 4;
-  if (modify(qp, &attr,
+  if (modify(v->qp, &attr,
              IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                  IBV_QP_MAX_QP_RD_ATOMIC,
              "RTS")) {
     dprintf(report_fd, "ERROR modify QP to RTS\n");
     return 1;
   }
+  return 0;
+}
+
+// The one JSON line `start` prints: what the engine needs to reach this QP and its memory.
+static void report_ready(int report_fd, const struct verbs* v, const struct connection* peer) {
   char gid_string[64];
-  gid_text(&gid, gid_string, sizeof gid_string);
+  gid_text(&v->gid, gid_string, sizeof gid_string);
   dprintf(report_fd,
           "{\"device\":\"%s\",\"qpn\":%u,\"psn\":%u,\"gid\":\"%s\",\"gid_index\":%d,"
           "\"rkey\":%u,\"addr\":%llu,\"size\":%zu,\"mtu\":%d}\n",
-          device, qp->qp_num, psn, gid_string, gid_index, mr->rkey,
-          (unsigned long long)(uintptr_t)buffer, size, mtu_bytes);
-  close(report_fd);
+          v->device, v->qp->qp_num, peer->psn, gid_string, v->gid_index, v->mr->rkey,
+          (unsigned long long)(uintptr_t)v->buffer, v->size, peer->mtu_bytes);
+}
 
-  // Serve `finish`: poll for its request file (the guest has no other channel to us).
+// What `finish` asked for: the engine's seed and how many bytes it wrote.
+struct finish_request {
+  int asked;  // 0: none came before the timeout
+  unsigned long seed;
+  size_t written;
+};
+
+// Polls for the request file of `finish` (the guest has no other channel to us).
+static struct finish_request await_finish(double timeout_s) {
+  struct finish_request request = {0, 0, 0};
   const double deadline = now_s() + timeout_s;
-  unsigned long seed = 0;
-  size_t written = 0;
-  int asked = 0;
   while (now_s() < deadline) {
     FILE* file = fopen(FINISH_FILE, "r");
     if (file != NULL) {
-      asked = fscanf(file, "%lu %zu", &seed, &written) == 2;
+      request.asked = fscanf(file, "%lu %zu", &request.seed, &request.written) == 2;
       fclose(file);
       unlink(FINISH_FILE);
-      if (asked) break;
+      if (request.asked) break;
     }
     nap_ms(10);
   }
-  if (!asked) return 1;
-  if (written > size) written = size;
-  size_t engine_ok = 0, guest_ok = 0, first_bad = (size_t)-1;
+  return request;
+}
+
+struct memory_check {
+  size_t engine_ok;  // bytes [0, written) holding the engine's pattern
+  size_t guest_ok;   // bytes [written, size) still holding the guest pattern
+  size_t first_bad;  // (size_t)-1: none
+};
+
+static struct memory_check check_memory(const unsigned char* buffer, size_t size,
+                                        const struct finish_request* request) {
+  struct memory_check check = {0, 0, (size_t)-1};
   for (size_t i = 0; i < size; ++i) {
-    const unsigned char want = i < written ? engine_byte(i, seed) : guest_byte(i);
+    const unsigned char want = i < request->written ? engine_byte(i, request->seed) : guest_byte(i);
     if (buffer[i] == want) {
-      if (i < written)
-        ++engine_ok;
+      if (i < request->written)
+        ++check.engine_ok;
       else
-        ++guest_ok;
-    } else if (first_bad == (size_t)-1) {
-      first_bad = i;
+        ++check.guest_ok;
+    } else if (check.first_bad == (size_t)-1) {
+      check.first_bad = i;
     }
   }
+  return check;
+}
+
+// The JSON line `finish` prints: the verdict, then the device's hw_counters.
+static void write_verdict(const struct verbs* v, const struct finish_request* request,
+                          const struct memory_check* check) {
   static char result[8192];
-  const int verified = engine_ok == written && guest_ok == size - written;
+  const int verified =
+      check->engine_ok == request->written && check->guest_ok == v->size - request->written;
   snprintf(result, sizeof result,
            "{\"verified\":%s,\"size\":%zu,\"written\":%zu,\"seed\":%lu,\"engine_bytes_ok\":%zu,"
            "\"guest_bytes_ok\":%zu,\"first_bad\":%lld,\"qpn\":%u,",
-           verified ? "true" : "false", size, written, seed, engine_ok, guest_ok,
-           first_bad == (size_t)-1 ? -1LL : (long long)first_bad, qp->qp_num);
-  append_counters(result, sizeof result - 4, device);
+           verified ? "true" : "false", v->size, request->written, request->seed, check->engine_ok,
+           check->guest_ok, check->first_bad == (size_t)-1 ? -1LL : (long long)check->first_bad,
+           v->qp->qp_num);
+  append_counters(result, sizeof result - 4, v->device);
   strcat(result, "}\n");
   write_file_atomically(RESULT_FILE, result);
-  ibv_destroy_qp(qp);
-  ibv_destroy_cq(cq);
-  ibv_dereg_mr(mr);
-  ibv_dealloc_pd(pd);
-  ibv_close_device(context);
-  ibv_free_device_list(list);
+}
+
+static void release(struct verbs* v) {
+  ibv_destroy_qp(v->qp);
+  ibv_destroy_cq(v->cq);
+  ibv_dereg_mr(v->mr);
+  ibv_dealloc_pd(v->pd);
+  ibv_close_device(v->context);
+  ibv_free_device_list(v->list);
+}
+
+// The background process: owns every verbs resource; reports on `report_fd`, then serves
+// `finish` through the files in STATE_DIR. (On an error the process exits: the kernel frees
+// what was created.)
+static int serve(int report_fd, size_t size, const struct connection* peer, double timeout_s) {
+  struct verbs v;
+  memset(&v, 0, sizeof v);
+  if (open_device(report_fd, &v) || create_resources(report_fd, &v, size) ||
+      connect_qp(report_fd, &v, peer)) {
+    return 1;
+  }
+  report_ready(report_fd, &v, peer);
+  close(report_fd);
+
+  struct finish_request request = await_finish(timeout_s);
+  if (!request.asked) return 1;
+  if (request.written > size) request.written = size;
+  const struct memory_check check = check_memory(v.buffer, size, &request);
+  write_verdict(&v, &request, &check);
+  release(&v);
   return 0;
 }
 
@@ -315,11 +403,12 @@ static int start(int argc, char** argv) {
     return 2;
   }
   const size_t size = strtoul(arg_value(argc, argv, "--size", "65536"), NULL, 0);
-  const uint32_t qpn = (uint32_t)strtoul(qpn_text, NULL, 0) & 0xffffff;
-  const uint32_t remote_psn = (uint32_t)strtoul(psn_text, NULL, 0) & 0xffffff;
-  const uint32_t psn =
-      (uint32_t)strtoul(arg_value(argc, argv, "--psn", "0x2468"), NULL, 0) & 0xffffff;
-  const int mtu = atoi(arg_value(argc, argv, "--mtu", "1024"));
+  struct connection peer;
+  peer.remote_ip = ip.s_addr;
+  peer.remote_qpn = (uint32_t)strtoul(qpn_text, NULL, 0) & 0xffffff;
+  peer.remote_psn = (uint32_t)strtoul(psn_text, NULL, 0) & 0xffffff;
+  peer.psn = (uint32_t)strtoul(arg_value(argc, argv, "--psn", "0x2468"), NULL, 0) & 0xffffff;
+  peer.mtu_bytes = atoi(arg_value(argc, argv, "--mtu", "1024"));
   const double timeout = atof(arg_value(argc, argv, "--timeout", "300"));
   if (size == 0 || size > (64u << 20)) {
     fprintf(stderr, "ethx-rxe-peer start: --size must be 1 .. 64 MiB\n");
@@ -339,7 +428,7 @@ static int start(int argc, char** argv) {
     dup2(null_fd, 0);
     dup2(null_fd, 1);
     dup2(null_fd, 2);
-    _exit(serve(fds[1], size, ip.s_addr, qpn, remote_psn, psn, mtu, timeout));
+    _exit(serve(fds[1], size, &peer, timeout));
   }
   close(fds[1]);
   char report[1024];

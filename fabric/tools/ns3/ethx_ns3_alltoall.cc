@@ -128,9 +128,7 @@ void PopulateArp(const NodeContainer& hosts, const NetDeviceContainer& host_devi
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   uint32_t hosts = 32;
   uint64_t packets_per_pair = 100;
   uint32_t payload = 64;
@@ -138,96 +136,108 @@ int main(int argc, char** argv) {
   uint64_t delay_ns = 10;             // ethx default [link] propagation_ns
   double load = 0.1;                  // light: few CSMA backoffs, the fastest setting for ns-3
   uint64_t interval_ns = 0;
+};
 
+Options ParseOptions(int argc, char** argv) {
+  Options options;
   CommandLine cmd(__FILE__);
-  cmd.AddValue("hosts", "number of hosts on the switch", hosts);
+  cmd.AddValue("hosts", "number of hosts on the switch", options.hosts);
   cmd.AddValue("packets-per-pair", "UDP datagrams each host sends to each other host",
-               packets_per_pair);
-  cmd.AddValue("payload", "UDP payload bytes per datagram", payload);
-  cmd.AddValue("data-rate", "CSMA link rate (ns-3 DataRate string)", data_rate);
-  cmd.AddValue("delay-ns", "CSMA link propagation delay in nanoseconds", delay_ns);
+               options.packets_per_pair);
+  cmd.AddValue("payload", "UDP payload bytes per datagram", options.payload);
+  cmd.AddValue("data-rate", "CSMA link rate (ns-3 DataRate string)", options.data_rate);
+  cmd.AddValue("delay-ns", "CSMA link propagation delay in nanoseconds", options.delay_ns);
   cmd.AddValue("load",
                "offered load per link (0..1) that sets the gap between one host's sends "
                "(used when --interval-ns is 0)",
-               load);
+               options.load);
   cmd.AddValue("interval-ns", "gap between one host's sends in nanoseconds (0: from --load)",
-               interval_ns);
+               options.interval_ns);
   cmd.Parse(argc, argv);
+  return options;
+}
 
-  if (hosts < 2) {
-    std::fprintf(stderr, "ethx_ns3_alltoall: --hosts must be at least 2\n");
-    return 2;
+// Why the options cannot run, or nullptr.
+const char* OptionError(const Options& options) {
+  if (options.hosts < 2) return "--hosts must be at least 2";
+  if (!(options.load > 0.0 && options.load < 1.0) && options.interval_ns == 0) {
+    return "--load must be in (0, 1)";
   }
-  if (!(load > 0.0 && load < 1.0) && interval_ns == 0) {
-    std::fprintf(stderr, "ethx_ns3_alltoall: --load must be in (0, 1)\n");
-    return 2;
-  }
-  if (payload < 1 || payload > 1472) {
-    std::fprintf(stderr, "ethx_ns3_alltoall: --payload must be 1..1472\n");
-    return 2;
-  }
+  if (options.payload < 1 || options.payload > 1472) return "--payload must be 1..1472";
+  return nullptr;
+}
 
-  // Logging is compiled into Debian's ns-3 build: switch every component off, NS_LOG included.
-  LogComponentDisableAll(LOG_LEVEL_ALL);
-  Time::SetResolution(Time::PS);  // frame times at 100+ Gbit/s are a few ns
-
-  const DataRate rate(data_rate);
+// The gap between one host's sends: --interval-ns, or the one that offers --load per link.
+Time SendInterval(const Options& options, const DataRate& rate) {
+  if (options.interval_ns > 0) return NanoSeconds(static_cast<int64_t>(options.interval_ns));
   // Ethernet (DIX) frame as CsmaNetDevice sends it: 14 B header, 20 IPv4, 8 UDP, payload, 4 FCS.
-  const uint32_t frame_bytes = 14 + 20 + 8 + payload + 4;
+  const uint32_t frame_bytes = 14 + 20 + 8 + options.payload + 4;
   const Time frame_time = rate.CalculateBytesTxTime(frame_bytes);
   // A CSMA link is half duplex: one frame holds it for the frame time, the 96-bit interframe gap
   // and the propagation delay. Each host sends one frame per interval and (all-to-all, round
   // robin) receives one per interval, so a link carries two frames per interval.
-  const Time link_busy_per_frame =
-      frame_time + rate.CalculateBytesTxTime(12) + NanoSeconds(static_cast<int64_t>(delay_ns));
-  const Time interval = interval_ns > 0 ? NanoSeconds(static_cast<int64_t>(interval_ns))
-                                        : link_busy_per_frame * (2.0 / load);
+  const Time link_busy_per_frame = frame_time + rate.CalculateBytesTxTime(12) +
+                                   NanoSeconds(static_cast<int64_t>(options.delay_ns));
+  return link_busy_per_frame * (2.0 / options.load);
+}
 
-  NodeContainer host_nodes;
-  host_nodes.Create(hosts);
+// CsmaNetDevice's backoff slot defaults to 1 us (10 Mbit/s Ethernet). Ethernet defines the slot
+// as 512 bit times; scale it to the link rate so the run's timing scales with the rate. A frame
+// that runs out of retries is dropped, and the comparison needs every packet delivered, so
+// allow practically unlimited retries.
+void ScaleBackoff(const NetDeviceContainer& devices, const DataRate& rate) {
+  const Time slot = rate.CalculateBytesTxTime(64);
+  for (auto it = devices.Begin(); it != devices.End(); ++it) {
+    // Order: csma-net-device.h names the last two parameters (maxRetries, ceiling), but the
+    // definition in csma-net-device.cc takes them as (ceiling, maxRetries). The definition is
+    // what runs: passed in the header's order, frames were dropped after 10 retries.
+    DynamicCast<CsmaNetDevice>(*it)->SetBackoffParams(slot, /*minSlots=*/1, /*maxSlots=*/1000,
+                                                      /*ceiling=*/10, /*maxRetries=*/1000000000);
+  }
+}
+
+struct Network {
+  NodeContainer hosts;
   NodeContainer switch_node;
-  switch_node.Create(1);
+  NetDeviceContainer host_devices;
+  NetDeviceContainer switch_ports;
+  Ipv4InterfaceContainer addresses;
+};
+
+// The hosts, each on its own CSMA link to a port of the switch node's bridge, with IPv4
+// addresses and full ARP caches.
+Network BuildNetwork(const Options& options, const DataRate& rate) {
+  Network network;
+  network.hosts.Create(options.hosts);
+  network.switch_node.Create(1);
 
   CsmaHelper csma;
   csma.SetChannelAttribute("DataRate", DataRateValue(rate));
-  csma.SetChannelAttribute("Delay", TimeValue(NanoSeconds(static_cast<int64_t>(delay_ns))));
+  csma.SetChannelAttribute("Delay", TimeValue(NanoSeconds(static_cast<int64_t>(options.delay_ns))));
   // Deep device queues: the comparison needs every packet delivered, none dropped.
   csma.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("100000p"));
-
-  NetDeviceContainer host_devices;
-  NetDeviceContainer switch_ports;
-  for (uint32_t i = 0; i < hosts; ++i) {
-    NetDeviceContainer link = csma.Install(NodeContainer(host_nodes.Get(i), switch_node.Get(0)));
-    host_devices.Add(link.Get(0));
-    switch_ports.Add(link.Get(1));
+  for (uint32_t i = 0; i < options.hosts; ++i) {
+    NetDeviceContainer link =
+        csma.Install(NodeContainer(network.hosts.Get(i), network.switch_node.Get(0)));
+    network.host_devices.Add(link.Get(0));
+    network.switch_ports.Add(link.Get(1));
   }
-  // CsmaNetDevice's backoff slot defaults to 1 us (10 Mbit/s Ethernet). Ethernet defines the slot
-  // as 512 bit times; scale it to the link rate so the run's timing scales with the rate. A frame
-  // that runs out of retries is dropped, and the comparison needs every packet delivered, so
-  // allow practically unlimited retries.
-  const Time slot = rate.CalculateBytesTxTime(64);
-  auto set_backoff = [&slot](const NetDeviceContainer& devices) {
-    for (auto it = devices.Begin(); it != devices.End(); ++it) {
-      // Order: csma-net-device.h names the last two parameters (maxRetries, ceiling), but the
-      // definition in csma-net-device.cc takes them as (ceiling, maxRetries). The definition is
-      // what runs: passed in the header's order, frames were dropped after 10 retries.
-      DynamicCast<CsmaNetDevice>(*it)->SetBackoffParams(slot, /*minSlots=*/1, /*maxSlots=*/1000,
-                                                        /*ceiling=*/10, /*maxRetries=*/1000000000);
-    }
-  };
-  set_backoff(host_devices);
-  set_backoff(switch_ports);
+  ScaleBackoff(network.host_devices, rate);
+  ScaleBackoff(network.switch_ports, rate);
 
   BridgeHelper bridge;
-  bridge.Install(switch_node.Get(0), switch_ports);
+  bridge.Install(network.switch_node.Get(0), network.switch_ports);
 
   InternetStackHelper internet;
-  internet.Install(host_nodes);
+  internet.Install(network.hosts);
   Ipv4AddressHelper ipv4;
   ipv4.SetBase("10.0.0.0", "255.255.0.0");
-  const Ipv4InterfaceContainer addresses = ipv4.Assign(host_devices);
-  PopulateArp(host_nodes, host_devices, addresses);
+  network.addresses = ipv4.Assign(network.host_devices);
+  PopulateArp(network.hosts, network.host_devices, network.addresses);
+  return network;
+}
 
+void CountDrops() {
   for (const char* source : {"MacTxDrop", "PhyTxDrop", "PhyRxDrop", "TxQueue/Drop"}) {
     Config::ConnectWithoutContext(
         std::string("/NodeList/*/DeviceList/*/$ns3::CsmaNetDevice/") + source,
@@ -235,45 +245,109 @@ int main(int argc, char** argv) {
   }
   Config::ConnectWithoutContext("/NodeList/*/$ns3::Ipv4L3Protocol/Drop",
                                 MakeCallback(&CountIpDrop));
+}
 
+void InstallApps(const Network& network, const Options& options, Time interval) {
   const uint16_t port = 9;
+  const uint32_t hosts = options.hosts;
   for (uint32_t i = 0; i < hosts; ++i) {
     // Peer order i+1, i+2, ... so the hosts do not all aim at the same receiver at once.
     std::vector<Ipv4Address> peers;
-    for (uint32_t k = 1; k < hosts; ++k) peers.push_back(addresses.GetAddress((i + k) % hosts));
+    for (uint32_t k = 1; k < hosts; ++k) {
+      peers.push_back(network.addresses.GetAddress((i + k) % hosts));
+    }
     // Every socket is bound at time 0 (no datagram may reach an unbound port); the hosts' first
     // sends are staggered across one interval so that their sends interleave.
     const Time first_send = NanoSeconds(1000) + interval * (static_cast<double>(i) / hosts);
-    Ptr<AllToAllApp> app = CreateObject<AllToAllApp>(std::move(peers), port, payload,
-                                                     packets_per_pair, first_send, interval);
-    host_nodes.Get(i)->AddApplication(app);
+    Ptr<AllToAllApp> app = CreateObject<AllToAllApp>(
+        std::move(peers), port, options.payload, options.packets_per_pair, first_send, interval);
+    network.hosts.Get(i)->AddApplication(app);
     app->SetStartTime(Seconds(0));
   }
+}
 
+struct RunTimes {
+  double wall_seconds = 0;
+  double cpu_seconds = 0;
+  double sim_seconds = 0;
+  uint64_t events = 0;
+};
+
+RunTimes RunTimed() {
+  RunTimes run;
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = ProcessCpuSeconds();
   Simulator::Run();
-  const double cpu = ProcessCpuSeconds() - cpu_start;
+  run.cpu_seconds = ProcessCpuSeconds() - cpu_start;
   const auto wall_end = std::chrono::steady_clock::now();
-  const double wall = std::chrono::duration<double>(wall_end - wall_start).count();
-  const double sim_seconds = Simulator::Now().GetSeconds();
-  const uint64_t events = Simulator::GetEventCount();
+  run.wall_seconds = std::chrono::duration<double>(wall_end - wall_start).count();
+  run.sim_seconds = Simulator::Now().GetSeconds();
+  run.events = Simulator::GetEventCount();
   Simulator::Destroy();
+  return run;
+}
 
-  std::printf("hosts %u\n", hosts);
-  std::printf("packets_per_pair %" PRIu64 "\n", packets_per_pair);
-  std::printf("payload_bytes %u\n", payload);
-  std::printf("data_rate_bps %" PRIu64 "\n", rate.GetBitRate());
-  std::printf("interval_ns %.3f\n", interval.GetSeconds() * 1e9);
-  std::printf("packets_sent %" PRIu64 "\n", g_sent);
-  std::printf("packets_received %" PRIu64 "\n", g_received);
-  std::printf("bytes_received %" PRIu64 "\n", g_received_bytes);
-  std::printf("packets_dropped %" PRIu64 "\n", g_dropped);
-  std::printf("events %" PRIu64 "\n", events);
-  std::printf("sim_seconds %.9f\n", sim_seconds);
-  std::printf("wall_seconds %.6f\n", wall);
-  std::printf("cpu_seconds %.6f\n", cpu);
-  std::printf("packets_per_wall_second %.0f\n",
-              wall > 0 ? static_cast<double>(g_received) / wall : 0.0);
-  return g_received == g_sent ? 0 : 3;
+struct Counts {
+  uint64_t sent = 0;
+  uint64_t received = 0;
+  uint64_t received_bytes = 0;
+  uint64_t dropped = 0;
+};
+
+// The `key value` lines sim_vs_ns3.sh parses.
+std::string ReportText(const Options& options, const DataRate& rate, Time interval,
+                       const RunTimes& run, const Counts& counts) {
+  const double per_wall_second =
+      run.wall_seconds > 0 ? static_cast<double>(counts.received) / run.wall_seconds : 0.0;
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "hosts %u\n"
+                "packets_per_pair %" PRIu64
+                "\n"
+                "payload_bytes %u\n"
+                "data_rate_bps %" PRIu64
+                "\n"
+                "interval_ns %.3f\n"
+                "packets_sent %" PRIu64
+                "\n"
+                "packets_received %" PRIu64
+                "\n"
+                "bytes_received %" PRIu64
+                "\n"
+                "packets_dropped %" PRIu64
+                "\n"
+                "events %" PRIu64
+                "\n"
+                "sim_seconds %.9f\n"
+                "wall_seconds %.6f\n"
+                "cpu_seconds %.6f\n"
+                "packets_per_wall_second %.0f\n",
+                options.hosts, options.packets_per_pair, options.payload, rate.GetBitRate(),
+                interval.GetSeconds() * 1e9, counts.sent, counts.received, counts.received_bytes,
+                counts.dropped, run.events, run.sim_seconds, run.wall_seconds, run.cpu_seconds,
+                per_wall_second);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = ParseOptions(argc, argv);
+  if (const char* error = OptionError(options)) {
+    std::fprintf(stderr, "ethx_ns3_alltoall: %s\n", error);
+    return 2;
+  }
+  // Logging is compiled into Debian's ns-3 build: switch every component off, NS_LOG included.
+  LogComponentDisableAll(LOG_LEVEL_ALL);
+  Time::SetResolution(Time::PS);  // frame times at 100+ Gbit/s are a few ns
+
+  const DataRate rate(options.data_rate);
+  const Time interval = SendInterval(options, rate);
+  const Network network = BuildNetwork(options, rate);
+  CountDrops();
+  InstallApps(network, options, interval);
+  const RunTimes run = RunTimed();
+  const Counts counts{g_sent, g_received, g_received_bytes, g_dropped};
+  std::fputs(ReportText(options, rate, interval, run, counts).c_str(), stdout);
+  return counts.received == counts.sent ? 0 : 3;
 }
