@@ -2,7 +2,8 @@
 # The house's habits, checked (CI runs this from setup.sh test):
 #   1. every C/C++ file is clang-format clean (.clang-format);
 #   2. every #include points down the layers (fabric/tools/check-layers.py);
-#   3. clang-tidy's agreed check set (.clang-tidy) finds nothing in non-test code.
+#   3. no non-test function is longer than 80 lines (fabric/tools/check-function-size.sh);
+#   4. clang-tidy's agreed check set (.clang-tidy) finds nothing in non-test code.
 # Usage: fabric/tools/check-style.sh [BUILD_DIR]   (a configured build with compile_commands.json)
 set -euo pipefail
 
@@ -18,6 +19,9 @@ git ls-files '*.c' '*.h' '*.cpp' '*.hpp' | grep -v '^tests/fuzz/corpus/' |
 
 say "layers: every #include points down"
 python3 fabric/tools/check-layers.py
+
+say "function size: at most 80 lines each"
+fabric/tools/check-function-size.sh 80
 
 # Non-test sources in the compilation database: the guest image's C files and the QEMU file
 # build elsewhere (build-guest-image.sh, build-qemu.sh) against headers this build lacks.
