@@ -36,4 +36,10 @@ run-clang-tidy -p "$build" -quiet -j "$jobs" -extra-arg=-Wno-unknown-warning-opt
   echo "check-style.sh: clang-tidy findings (whole log: $build/clang-tidy.log)" >&2
   exit 1
 }
+# clang-tidy 14 falls back to its defaults, and succeeds, when it cannot read .clang-tidy.
+if grep -q '\.clang-tidy:.*error' "$build/clang-tidy.log"; then
+  grep -m 3 '\.clang-tidy:.*error' "$build/clang-tidy.log" >&2
+  echo "check-style.sh: .clang-tidy is not valid; nothing was checked" >&2
+  exit 1
+fi
 say "style: clean"
