@@ -78,13 +78,15 @@ std::string run_job(const ShmemRunPlan& plan, const std::string& backend, std::s
   std::vector<std::thread> threads;
   for (std::size_t pe = 0; pe < pes; ++pe) {
     threads.emplace_back([&, pe] {
-      std::string command = "!cd /tmp && ETHX_GPU_ID=" + std::to_string(pe);
+      std::string command = "!ETHX_GPU_ID=" + std::to_string(pe);
       command += " " + environment;
-      command += " exec " + guest_path_of_host_file(bench);
+      command += " exec " + bench;
       if (plan.quick) command += " --quick";
       try {
         GuestAgent agent(plan.log_directory, pe / plan.gpus_per_vm, kConnectTimeoutMs);
-        const GuestBlock block = agent.run(command, kPeTimeoutMs);
+        // The bench's directory bound as `ethx run` binds one: a clone under /tmp is seen too.
+        const GuestBlock block =
+            agent.run(command, kPeTimeoutMs, std::filesystem::path(bench).parent_path().string());
         outputs[pe] = block.output;
         statuses[pe] = block.exit_status;
       } catch (const std::exception& error) {

@@ -6,18 +6,13 @@
 
 namespace ethx {
 
-std::string guest_path_of_host_file(const std::string& host_path) {
-  for (const char* guest_private : {"/tmp/", "/run/"}) {
-    if (host_path.rfind(guest_private, 0) == 0) return agent::kGuestHostRoot + host_path;
-  }
-  return host_path;
-}
-
 GuestAgent::GuestAgent(std::string log_directory, std::size_t vm, std::int64_t connect_timeout_ms)
     : log_directory_(std::move(log_directory)), vm_(vm), connect_timeout_ms_(connect_timeout_ms) {}
 
-GuestBlock GuestAgent::run(const std::string& arguments, std::int64_t timeout_ms) {
+GuestBlock GuestAgent::run(const std::string& arguments, std::int64_t timeout_ms,
+                           const std::string& working_directory) {
   agent::StartRequest request;
+  request.working_directory = working_directory;
   if (!arguments.empty() && arguments[0] == '!') {
     request.argv = {"sh", "-c", arguments.substr(1)};
   } else {

@@ -12,12 +12,6 @@
 
 namespace ethx {
 
-// Where a guest with the host's root (docs/guest-image.md) finds the host's file `host_path`
-// (absolute): the same path, except under /tmp and /run, which are each guest's own tmpfs —
-// there through the raw mount of the host's root, /run/ethx-host. (`ethx run` binds the
-// working directory instead; a command given as a string has no working directory.)
-std::string guest_path_of_host_file(const std::string& host_path);
-
 class GuestAgent {
  public:
   // The agent of VM `vm` of the fabric whose logs (and QEMU sockets) are in `log_directory`.
@@ -27,7 +21,11 @@ class GuestAgent {
 
   // Runs the command in the guest. Throws std::runtime_error on a timeout (the command is
   // stopped) or when the VM goes away, Interrupted on Ctrl-C or a stop request.
-  GuestBlock run(const std::string& arguments, std::int64_t timeout_ms);
+  // `working_directory` (absolute, on the host): the command runs there, the host's directory
+  // bound over the guest's as `ethx run` does, so a host directory under the guest's own /tmp
+  // or /run is seen too. Empty: the guest's /.
+  GuestBlock run(const std::string& arguments, std::int64_t timeout_ms,
+                 const std::string& working_directory = {});
 
  private:
   std::string log_directory_;
