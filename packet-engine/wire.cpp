@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/crc.hpp>
+#include <cstddef>
 #include <cstring>
 
 #include "packet-engine/packed_bytes.hpp"
@@ -10,8 +11,9 @@ namespace ethx::wire {
 namespace {
 
 using packed::load;
+using packed::load_field;
 using packed::store;
-using packed::to_mac;
+using packed::store_field;
 
 // Checks length and payload_bytes against what the opcode allows.
 bool lengths_valid(Opcode opcode, std::uint16_t length, std::uint16_t payload_bytes,
@@ -59,6 +61,15 @@ DecodeError parse_txn(std::span<const std::byte>& rest, TxnView& out) {
   out.payload = rest.subspan(kTxnHeaderBytes, payload_bytes);
   rest = rest.subspan(kTxnHeaderBytes + payload_bytes);
   return DecodeError::kOk;
+}
+
+// Writes the Ethernet header in place, field by field (see packed::store_field).
+void store_ethernet_header(std::span<std::byte> frame, const MacAddr& dst, const MacAddr& src,
+                           std::uint16_t ether_type) {
+  if (frame.size() < kEthernetHeaderBytes) return;  // callers size the frame first
+  std::memcpy(frame.data() + offsetof(EthernetHeader, dst), dst.octets.data(), dst.octets.size());
+  std::memcpy(frame.data() + offsetof(EthernetHeader, src), src.octets.data(), src.octets.size());
+  store_field<be::big_uint16_buf_t>(frame, offsetof(EthernetHeader, ether_type), ether_type);
 }
 
 }  // namespace
@@ -175,10 +186,10 @@ const char* to_string(DecodeError error) {
 bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
                    std::uint16_t& ether_type) {
   if (frame.size() < kEthernetHeaderBytes) return false;
-  const auto header = load<EthernetHeader>(frame, 0);
-  dst = to_mac(header.dst);
-  src = to_mac(header.src);
-  ether_type = header.ether_type.value();
+  // Field by field, straight into the outputs: a switch calls this on every frame.
+  std::memcpy(dst.octets.data(), frame.data() + offsetof(EthernetHeader, dst), dst.octets.size());
+  std::memcpy(src.octets.data(), frame.data() + offsetof(EthernetHeader, src), src.octets.size());
+  ether_type = load_field<be::big_uint16_buf_t>(frame, offsetof(EthernetHeader, ether_type));
   return true;
 }
 
@@ -259,14 +270,17 @@ bool FrameBuilder::fits(std::size_t payload_bytes) const {
 std::span<std::byte> FrameBuilder::append(const TxnFields& fields, std::size_t payload_bytes) {
   last_txn_offset_ = frame_.size();
   frame_.resize(frame_.size() + kTxnHeaderBytes + payload_bytes);
-  TxnHeader header;
-  header.opcode = static_cast<std::uint8_t>(fields.opcode);
-  header.status = static_cast<std::uint8_t>(fields.status);
-  header.tag = fields.tag;
-  header.length = fields.length;
-  header.payload_bytes = static_cast<std::uint16_t>(payload_bytes);
-  header.address = fields.address;
-  store(std::span<std::byte>(frame_), last_txn_offset_, header);
+  const std::span<std::byte> bytes(frame_);
+  const std::size_t at = last_txn_offset_;
+  store_field<be::big_uint8_buf_t>(bytes, at + offsetof(TxnHeader, opcode),
+                                   static_cast<std::uint8_t>(fields.opcode));
+  store_field<be::big_uint8_buf_t>(bytes, at + offsetof(TxnHeader, status),
+                                   static_cast<std::uint8_t>(fields.status));
+  store_field<be::big_uint16_buf_t>(bytes, at + offsetof(TxnHeader, tag), fields.tag);
+  store_field<be::big_uint16_buf_t>(bytes, at + offsetof(TxnHeader, length), fields.length);
+  store_field<be::big_uint16_buf_t>(bytes, at + offsetof(TxnHeader, payload_bytes),
+                                    static_cast<std::uint16_t>(payload_bytes));
+  store_field<be::big_uint64_buf_t>(bytes, at + offsetof(TxnHeader, address), fields.address);
   ++txn_count_;
   return std::span<std::byte>(frame_).subspan(last_txn_offset_ + kTxnHeaderBytes, payload_bytes);
 }
@@ -289,36 +303,36 @@ bool FrameBuilder::try_extend_posted_write(std::uint64_t address, std::span<cons
 
 Frame FrameBuilder::finish(std::uint8_t flags, std::uint32_t seq, std::uint32_t ack,
                            std::uint8_t credits) {
-  EthernetHeader ethernet;
-  std::copy(address_.dst_mac.octets.begin(), address_.dst_mac.octets.end(), ethernet.dst);
-  std::copy(address_.src_mac.octets.begin(), address_.src_mac.octets.end(), ethernet.src);
-  ethernet.ether_type = kEtherTypeFabric;
-  store(std::span<std::byte>(frame_), 0, ethernet);
-
-  FrameHeader header;
-  header.version = kVersion;
-  header.flags = flags;
-  header.src_gpu = address_.src_gpu;
-  header.dst_gpu = address_.dst_gpu;
-  header.partition = address_.partition;
-  header.body_bytes = static_cast<std::uint16_t>(frame_.size() - kBodyOffset);
-  header.txn_count = static_cast<std::uint8_t>(txn_count_);
-  header.credits = credits;
-  header.seq = seq;
-  header.ack = ack;
-  header.incarnation = address_.incarnation;
-  store(std::span<std::byte>(frame_), kEthernetHeaderBytes, header);
-
-  be::big_uint32_buf_t crc;
-  crc = crc_ == Crc::kOn ? crc32c(frame_) : 0;
+  // Room for the CRC first: the vector's end pointer, written here, is read back with its
+  // begin in one wide load when the frame is handed out below; written last, that load would
+  // wait for the store (a store-forwarding stall on every frame, see packed::store_field).
   const std::size_t crc_offset = frame_.size();
   frame_.resize(crc_offset + kCrcBytes);
-  store(std::span<std::byte>(frame_), crc_offset, crc);
+  const std::span<std::byte> bytes(frame_);
+  store_ethernet_header(bytes, address_.dst_mac, address_.src_mac, kEtherTypeFabric);
+  constexpr std::size_t kAt = kEthernetHeaderBytes;
+  store_field<be::big_uint8_buf_t>(bytes, kAt + offsetof(FrameHeader, version), kVersion);
+  store_field<be::big_uint8_buf_t>(bytes, kAt + offsetof(FrameHeader, flags), flags);
+  store_field<be::big_uint16_buf_t>(bytes, kAt + offsetof(FrameHeader, src_gpu), address_.src_gpu);
+  store_field<be::big_uint16_buf_t>(bytes, kAt + offsetof(FrameHeader, dst_gpu), address_.dst_gpu);
+  store_field<be::big_uint16_buf_t>(bytes, kAt + offsetof(FrameHeader, partition),
+                                    address_.partition);
+  store_field<be::big_uint16_buf_t>(bytes, kAt + offsetof(FrameHeader, body_bytes),
+                                    static_cast<std::uint16_t>(crc_offset - kBodyOffset));
+  store_field<be::big_uint8_buf_t>(bytes, kAt + offsetof(FrameHeader, txn_count),
+                                   static_cast<std::uint8_t>(txn_count_));
+  store_field<be::big_uint8_buf_t>(bytes, kAt + offsetof(FrameHeader, credits), credits);
+  store_field<be::big_uint32_buf_t>(bytes, kAt + offsetof(FrameHeader, seq), seq);
+  store_field<be::big_uint32_buf_t>(bytes, kAt + offsetof(FrameHeader, ack), ack);
+  store_field<be::big_uint32_buf_t>(bytes, kAt + offsetof(FrameHeader, incarnation),
+                                    address_.incarnation);
+  const std::uint32_t crc = crc_ == Crc::kOn ? crc32c(bytes.first(crc_offset)) : 0;
+  store_field<be::big_uint32_buf_t>(bytes, crc_offset, crc);
 
   started_ = false;
   txn_count_ = 0;
-  Frame done = std::move(frame_);
-  frame_ = Frame();
+  Frame done;
+  done.swap(frame_);
   return done;
 }
 
@@ -407,11 +421,7 @@ bool fill_crc(std::span<std::byte> frame) {
 
 Frame make_echo_frame(const MacAddr& dst, const MacAddr& src, std::span<const std::byte> payload) {
   Frame frame(kEthernetHeaderBytes + payload.size());
-  EthernetHeader ethernet;
-  std::copy(dst.octets.begin(), dst.octets.end(), ethernet.dst);
-  std::copy(src.octets.begin(), src.octets.end(), ethernet.src);
-  ethernet.ether_type = kEtherTypeEcho;
-  store(std::span<std::byte>(frame), 0, ethernet);
+  store_ethernet_header(frame, dst, src, kEtherTypeEcho);
   std::copy(payload.begin(), payload.end(), frame.begin() + kEthernetHeaderBytes);
   return frame;
 }

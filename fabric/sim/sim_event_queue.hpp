@@ -1,71 +1,80 @@
 // The simulator's event queue: deterministic order by time, then by insertion sequence.
 //
 // Two events at the same modelled time run in the order they were scheduled, so a run
-// depends only on its inputs (config, workload, seed), never on heap layout or addresses.
+// depends only on its inputs (config, workload, seed), never on layout or addresses.
 //
-// It is a 4-ary min-heap of 32-byte events. Every event of a run passes through it once, so
-// push and pop are defined here, inline in the simulator's loop, and pop picks the earliest of
-// four children without branches (docs/simulator.md, "Speed"; tests/bench/sim_bench.cpp).
+// It is a calendar (a timing wheel): kBuckets buckets of kBucketPs each cover the window of
+// modelled time that starts at the bucket of the last event popped. An event inside the window
+// goes into its time's bucket (sim_event_bucket.hpp: its few distinct times, each with a FIFO);
+// a bitmap of the buckets that hold events finds the next one with a few word scans. Events past
+// the window (timeouts, probes, a long completer backlog) wait in one far heap and move into their
+// buckets as the window reaches them. A 1024-GPU run holds about 8 K events; in one heap that was
+// six levels of four children per pop, about a fifth of all instructions (docs/simulator.md,
+// "Speed").
+//
+// Why the order is exact: every bucket orders its events by time, and those of one time by
+// sequence (they are pushed in sequence order: see take_far_events); buckets are
+// visited in time order; and every event earlier than the window's end is in the calendar,
+// not in the far heap, because far events move in as soon as the window passes them, before
+// anything else is pushed.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "fabric/sim/sim_event_bucket.hpp"
+#include "fabric/sim/sim_event_heap.hpp"
+
 namespace ethx::sim {
-
-// Modelled time in picoseconds: serialization of one 84 B frame at 800 Gbit/s is 840 ps, so
-// nanoseconds would round it away. 2^64 ps is about 213 days.
-using TimePs = std::uint64_t;
-inline constexpr TimePs kPsPerNs = 1000;
-
-// 32 bytes: two to a cache line in the heap.
-struct Event {
-  TimePs at = 0;
-  std::uint64_t seq = 0;  // insertion order, breaks ties
-  std::uint32_t kind : 5 = 0;
-  std::uint32_t hint_lines : 5 = 0;  // 64-byte lines of `hint` worth fetching
-  std::uint32_t target : 22 = 0;     // what the event is for (a link, a GPU), meaning set by kind
-  std::uint32_t arg = 0;             // payload (a frame slot), meaning set by kind
-  // Memory the event will read (a frame), only to prefetch it while the event before it
-  // runs; never dereferenced, never part of the order.
-  const void* hint = nullptr;
-};
-static_assert(sizeof(Event) == 32);
-inline constexpr std::uint32_t kMaxEventKind = (1u << 5) - 1;
-inline constexpr std::uint32_t kMaxEventTarget = (1u << 22) - 1;
-inline constexpr std::uint32_t kMaxHintLines = (1u << 5) - 1;
 
 class EventQueue {
  public:
+  EventQueue() : buckets_(kBuckets) {}
+
   // Schedules an event; returns its sequence number. `hint_bytes` of `hint` are worth
   // prefetching (up to kMaxHintLines lines).
-  // Precondition: kind <= kMaxEventKind, target <= kMaxEventTarget.
+  // Preconditions: kind <= kMaxEventKind, target <= kMaxEventTarget, and `at` no earlier than
+  // the last event popped (the simulator never schedules into the past).
   std::uint64_t push(TimePs at, std::uint32_t kind, std::uint32_t target, std::uint32_t arg = 0,
                      const void* hint = nullptr, std::size_t hint_bytes = 0);
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
   // Precondition: !empty(). The earliest event; ties by insertion order.
-  const Event& top() const { return heap_.front(); }
+  const Event& top() const;
   // Precondition: !empty(). Removes and returns top().
   Event pop();
   std::uint64_t pushed() const { return next_seq_; }
 
- private:
-  // (at, seq) as one 128-bit number: comparing two is a compare and a subtract with borrow,
-  // no branch.
-  __extension__ using OrderKey = unsigned __int128;
-  static OrderKey key(const Event& event) {
-    return (static_cast<OrderKey>(event.at) << 64) | event.seq;
-  }
-  static bool before(const Event& a, const Event& b) { return key(a) < key(b); }
-  // Index of the earliest of the four children starting at `first` (all four exist).
-  std::size_t least_of_four(std::size_t first) const;
-  // Index of the earliest child of `hole`, or 0 if it has none.
-  std::size_t least_child(std::size_t hole) const;
+  // 256 ps buckets, 8192 of them: a window of 2.1 us, longer than a frame takes through a
+  // switch and a link (~300 ns) and than most of what a NIC queues ahead.
+  static constexpr unsigned kBucketShift = 8;
+  static constexpr TimePs kBucketPs = TimePs{1} << kBucketShift;
+  static constexpr std::size_t kBuckets = 8192;
 
-  static constexpr std::size_t kArity = 4;  // a 4-ary heap: half the depth of a binary one
-  std::vector<Event> heap_;                 // min-heap on (at, seq)
+ private:
+  static constexpr std::size_t kWords = kBuckets / 64;  // of the occupancy bitmap
+  static_assert(kBuckets % 64 == 0 && (kBuckets & (kBuckets - 1)) == 0);
+
+  static std::uint64_t bucket_of(TimePs at) { return at >> kBucketShift; }
+  EventBucket& bucket(std::uint64_t index) { return buckets_[index & (kBuckets - 1)]; }
+  // Absolute index of the earliest bucket holding an event. Precondition: calendar_size_ > 0.
+  std::uint64_t earliest_bucket() const;
+  void insert(std::uint64_t index, const Event& event);
+  // Moves far events that the window (from base_) now reaches into their buckets.
+  void take_far_events();
+
+  EventPool pool_;                                // the calendar's events
+  std::vector<EventBucket> buckets_;              // by absolute bucket index modulo kBuckets
+  std::array<std::uint64_t, kWords> occupied_{};  // bit i: bucket i holds events
+  std::uint64_t base_ = 0;  // absolute index of the window's first bucket: the last pop's
+  std::size_t calendar_size_ = 0;
+  std::size_t size_ = 0;
+  EventHeap far_;  // events at or past the window's end
+  // earliest_bucket(), remembered until a push or a pop moves it.
+  mutable std::uint64_t earliest_ = 0;
+  mutable bool earliest_known_ = false;
   std::uint64_t next_seq_ = 0;
 };
 
@@ -81,56 +90,78 @@ inline std::uint64_t EventQueue::push(TimePs at, std::uint32_t kind, std::uint32
   event.target = target & kMaxEventTarget;
   event.arg = arg;
   event.hint = hint;
-  // Sift up from a new last slot. New events are mostly later than most, so this is short.
-  std::size_t child = heap_.size();
-  heap_.push_back(event);
-  while (child > 0) {
-    const std::size_t parent = (child - 1) / kArity;
-    if (!before(event, heap_[parent])) break;
-    heap_[child] = heap_[parent];
-    child = parent;
+  ++size_;
+  std::uint64_t index = bucket_of(at);
+  // Never earlier than the window: an event in the past (a broken precondition) still comes
+  // out first, as its bucket orders it before the others.
+  if (index < base_) index = base_;
+  if (index >= base_ + kBuckets) {
+    far_.push(event);
+  } else {
+    insert(index, event);
   }
-  heap_[child] = event;
   return event.seq;
 }
 
-inline std::size_t EventQueue::least_of_four(std::size_t first) const {
-  const Event* child = heap_.data() + first;
-  // Arithmetic on the comparisons, not branches: which child is earliest is a coin toss the
-  // branch predictor would lose half the time.
-  const std::size_t left = first + static_cast<std::size_t>(before(child[1], child[0]));
-  const std::size_t right = first + 2 + static_cast<std::size_t>(before(child[3], child[2]));
-  // All ones when the right pair's earliest is earlier than the left pair's.
-  const std::size_t take_right = 0 - static_cast<std::size_t>(before(heap_[right], heap_[left]));
-  return left ^ ((left ^ right) & take_right);
+inline void EventQueue::insert(std::uint64_t index, const Event& event) {
+  bucket(index).push(event, pool_);
+  const std::size_t slot = index & (kBuckets - 1);
+  occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64);
+  ++calendar_size_;
+  if (earliest_known_ && index < earliest_) earliest_ = index;
 }
 
-inline std::size_t EventQueue::least_child(std::size_t hole) const {
-  const std::size_t first = kArity * hole + 1;
-  if (first + kArity <= heap_.size()) return least_of_four(first);
-  if (first >= heap_.size()) return 0;
-  std::size_t child = first;  // the last parent: fewer than four children
-  for (std::size_t other = first + 1; other < heap_.size(); ++other) {
-    if (before(heap_[other], heap_[child])) child = other;
+inline std::uint64_t EventQueue::earliest_bucket() const {
+  if (earliest_known_) return earliest_;
+  const std::size_t start = base_ & (kBuckets - 1);
+  std::size_t word = start / 64;
+  std::uint64_t bits = occupied_[word] & (~std::uint64_t{0} << (start % 64));
+  // The calendar is not empty, so this ends within one turn of the bitmap (the last word
+  // visited is the first again, whole: its buckets before `start` are the window's end).
+  while (bits == 0) {
+    word = (word + 1) % kWords;
+    bits = occupied_[word];
   }
-  return child;
+  const std::size_t slot = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+  earliest_ = base_ + ((slot - start) & (kBuckets - 1));
+  earliest_known_ = true;
+  return earliest_;
+}
+
+inline const Event& EventQueue::top() const {
+  if (calendar_size_ == 0) return far_.top();
+  return buckets_[earliest_bucket() & (kBuckets - 1)].top(pool_);
+}
+
+inline void EventQueue::take_far_events() {
+  while (!far_.empty() && bucket_of(far_.top().at) < base_ + kBuckets) {
+    const Event event = far_.pop();
+    insert(bucket_of(event.at), event);
+  }
 }
 
 inline Event EventQueue::pop() {
-  const Event result = heap_.front();
-  const Event last = heap_.back();
-  heap_.pop_back();
-  if (heap_.empty()) return result;
-  // Sift the last element down from the root.
-  std::size_t hole = 0;
-  for (;;) {
-    const std::size_t child = least_child(hole);
-    if (child == 0 || !before(heap_[child], last)) break;
-    heap_[hole] = heap_[child];
-    hole = child;
+  if (calendar_size_ == 0) {  // only far events: move the window to the earliest
+    base_ = bucket_of(far_.top().at);
+    take_far_events();
   }
-  heap_[hole] = last;
-  return result;
+  const std::uint64_t index = earliest_bucket();
+  if (index != base_) {
+    // Far events the window now reaches come in behind this bucket: the window's old end
+    // is past it.
+    base_ = index;
+    take_far_events();
+  }
+  EventBucket& events = bucket(index);
+  const Event event = events.pop(pool_);
+  --calendar_size_;
+  --size_;
+  if (events.empty()) {
+    const std::size_t slot = index & (kBuckets - 1);
+    occupied_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
+    earliest_known_ = false;
+  }
+  return event;
 }
 
 }  // namespace ethx::sim

@@ -160,11 +160,10 @@ void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
   r.nic_latency_ns = config_.sim_nic_latency_ns;
   r.events = events;
   r.complete = workload.done();
-  std::vector<TimePs> sorted = latencies_;
-  std::sort(sorted.begin(), sorted.end());
-  r.latency_p50_ps = percentile(sorted, 50);
-  r.latency_p99_ps = percentile(sorted, 99);
-  r.latency_max_ps = sorted.empty() ? 0 : sorted.back();
+  std::vector<TimePs> latencies = latencies_;
+  r.latency_p50_ps = select_percentile(latencies, 50);
+  r.latency_p99_ps = select_percentile(latencies, 99);
+  r.latency_max_ps = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
   for (const Link& link : links_) {
     r.link_frames += link.frames_sent;
     r.link_wire_bytes += link.wire_bytes_sent;

@@ -13,12 +13,28 @@ double SimReport::bandwidth_gbps() const {
   return static_cast<double>(payload_bytes) * 8.0 * 1000.0 / static_cast<double>(makespan_ps);
 }
 
+namespace {
+
+// Nearest rank, 1-based, of percentile p among `count` values (count > 0).
+std::size_t nearest_rank(std::size_t count, double p) {
+  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(count)));
+  if (rank == 0) rank = 1;
+  if (rank > count) rank = count;
+  return rank;
+}
+
+}  // namespace
+
 std::uint64_t percentile(const std::vector<std::uint64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-  if (rank == 0) rank = 1;
-  if (rank > sorted.size()) rank = sorted.size();
-  return sorted[rank - 1];
+  return sorted[nearest_rank(sorted.size(), p) - 1];
+}
+
+std::uint64_t select_percentile(std::vector<std::uint64_t>& values, double p) {
+  if (values.empty()) return 0;
+  const auto nth = values.begin() + static_cast<std::ptrdiff_t>(nearest_rank(values.size(), p) - 1);
+  std::nth_element(values.begin(), nth, values.end());
+  return *nth;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Micro-benchmarks of the simulator's event engine (docs/simulator.md, "Speed"): the event
-// queue alone, and the whole engine on a small fabric, in events per second.
+// queue alone (the calendar, and the 4-ary heap it replaced as a baseline), and the whole
+// engine on a small fabric, in events per second.
 //
 //   build/bin/ethx_sim_bench                       # all of them
 //   build/bin/ethx_sim_bench --benchmark_filter=EventQueue
@@ -9,6 +10,7 @@
 
 #include "fabric/config/topology_config.hpp"
 #include "fabric/sim/sim_command.hpp"
+#include "fabric/sim/sim_event_heap.hpp"
 #include "fabric/sim/sim_event_queue.hpp"
 
 namespace ethx::sim {
@@ -41,6 +43,37 @@ void BM_EventQueueHold(benchmark::State& state) {
 // 1 K, 5 K and 8 K events pending: all-to-all on 256 GPUs, on 1024 GPUs and on 1024 GPUs
 // leaf-spine hold 1.3 K, 5.2 K and 8.5 K on average.
 BENCHMARK(BM_EventQueueHold)
+    ->Args({1 << 10, 300'000})
+    ->Args({5 << 10, 300'000})
+    ->Args({8 << 10, 300'000});
+
+// The same hold model on the 4-ary heap alone, which was the whole event queue before the
+// calendar (it still keeps the far events): the baseline, measured in the same run.
+void BM_EventHeapHold(benchmark::State& state) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  const auto span_ps = static_cast<std::uint64_t>(state.range(1));
+  EventHeap heap;
+  std::uint64_t random = 1;
+  std::uint64_t seq = 0;
+  const auto push = [&](TimePs at, std::uint32_t target) {
+    Event event;
+    event.at = at;
+    event.seq = seq++;
+    event.kind = 1;
+    event.target = target & kMaxEventTarget;
+    heap.push(event);
+  };
+  for (std::size_t i = 0; i < size; ++i) {
+    push(next_random(random) % span_ps, static_cast<std::uint32_t>(i));
+  }
+  for (auto _ : state) {
+    const Event event = heap.pop();
+    push(event.at + next_random(random) % span_ps, event.target);
+  }
+  benchmark::DoNotOptimize(heap.top());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EventHeapHold)
     ->Args({1 << 10, 300'000})
     ->Args({5 << 10, 300'000})
     ->Args({8 << 10, 300'000});

@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabric/config/topology_config.hpp"
@@ -87,6 +90,60 @@ TEST(SimEventQueue, ManyTiesKeepInsertionOrderAcrossInterleavedPops) {
   }
   while (!live.empty()) pop_reference();
   EXPECT_EQ(popped, expected);
+}
+
+TEST(SimEventQueue, TheCalendarMatchesAnOrderedSetAcrossItsWindowAndFarEvents) {
+  // The calendar keeps 2.1 us of buckets and a heap for later events. Delays here mix ties,
+  // events inside one bucket, across the window, past its end and a second ahead, with pops
+  // interleaved (some in bursts that empty the calendar, so the window jumps to a far event).
+  // Every pop, and top() before it, must be the earliest (time, push order) still pending.
+  EventQueue queue;
+  std::set<std::pair<TimePs, std::uint32_t>> reference;
+  std::uint64_t state = 99;
+  const auto next_random = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  const TimePs window_ps = EventQueue::kBucketPs * EventQueue::kBuckets;
+  const TimePs delays_ps[] = {0,
+                              0,
+                              1,
+                              255,
+                              256,
+                              257,
+                              3000,
+                              window_ps - 1,
+                              window_ps,
+                              window_ps + 1,
+                              5 * window_ps,
+                              1'000'000'000'000};
+  TimePs now = 0;
+  std::size_t checked = 0;
+  const auto pop_and_check = [&] {
+    ASSERT_FALSE(reference.empty());
+    const auto expected = *reference.begin();
+    reference.erase(reference.begin());
+    EXPECT_EQ(queue.top().at, expected.first);
+    EXPECT_EQ(queue.top().target, expected.second);
+    const Event event = queue.pop();
+    ASSERT_EQ(event.at, expected.first);
+    ASSERT_EQ(event.target, expected.second);
+    now = event.at;
+    ++checked;
+  };
+  for (std::uint32_t id = 0; id < 20000; ++id) {
+    const TimePs delay = delays_ps[next_random() % std::size(delays_ps)] + next_random() % 3;
+    queue.push(now + delay, 1, id);
+    reference.emplace(now + delay, id);
+    if (next_random() % 2 == 0) pop_and_check();
+    if (next_random() % 500 == 0) {  // drain all but the far ones, sometimes all
+      while (!reference.empty() && reference.begin()->first < now + 2 * window_ps) pop_and_check();
+    }
+  }
+  while (!reference.empty()) pop_and_check();
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(checked, 20000u);
+  EXPECT_EQ(queue.pushed(), 20000u);
 }
 
 TEST(SimLink, SerializesA1500ByteFrameAt100GbpsWithEthernetFraming) {

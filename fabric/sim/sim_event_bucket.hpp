@@ -1,0 +1,94 @@
+// One bucket of the event calendar (sim_event_queue.hpp) and the pool its events live in.
+//
+// A bucket holds the events of one short span of modelled time, earliest first, ties in
+// insertion order. Within a span there are few distinct times and many events at each (a
+// thousand GPUs doing the same thing at the same picosecond), pushed in sequence order; so a
+// bucket is a short sorted list of times, each with a FIFO of its events. Pushing finds the
+// time from the back (usually the last, or a new one), popping takes the first time's first
+// event: no comparisons of events at all. The FIFOs are linked lists through one pool shared
+// by all buckets, whose free slots are reused last-freed first: memory stays as large as the
+// most events ever pending, and the slots in use stay in cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fabric/sim/sim_event_heap.hpp"
+
+namespace ethx::sim {
+
+class EventPool {
+ public:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  std::uint32_t add(const Event& event) {
+    std::uint32_t node = free_;
+    if (node == kNone) {
+      node = static_cast<std::uint32_t>(events_.size());
+      events_.push_back(event);
+      next_.push_back(kNone);
+    } else {
+      free_ = next_[node];
+      events_[node] = event;
+      next_[node] = kNone;
+    }
+    return node;
+  }
+  void release(std::uint32_t node) {
+    next_[node] = free_;
+    free_ = node;
+  }
+  const Event& event(std::uint32_t node) const { return events_[node]; }
+  std::uint32_t next(std::uint32_t node) const { return next_[node]; }
+  void link(std::uint32_t node, std::uint32_t after) { next_[after] = node; }
+
+ private:
+  std::vector<Event> events_;
+  std::vector<std::uint32_t> next_;  // the next event at the same time, or the next free slot
+  std::uint32_t free_ = kNone;
+};
+
+class EventBucket {
+ public:
+  void push(const Event& event, EventPool& pool) {
+    const std::uint32_t node = pool.add(event);
+    // The time's place, from the back: new events are mostly the latest so far.
+    std::size_t place = times_.size();
+    while (place > first_ && times_[place - 1].at > event.at) --place;
+    if (place > first_ && times_[place - 1].at == event.at) {
+      Time& time = times_[place - 1];
+      pool.link(node, time.tail);
+      time.tail = node;
+      return;
+    }
+    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place), Time{event.at, node, node});
+  }
+  bool empty() const { return first_ == times_.size(); }
+  // Precondition: !empty().
+  const Event& top(const EventPool& pool) const { return pool.event(times_[first_].head); }
+  // Precondition: !empty().
+  Event pop(EventPool& pool) {
+    Time& time = times_[first_];
+    const std::uint32_t node = time.head;
+    const Event event = pool.event(node);
+    time.head = pool.next(node);
+    pool.release(node);
+    if (time.head == EventPool::kNone && ++first_ == times_.size()) {
+      times_.clear();
+      first_ = 0;
+    }
+    return event;
+  }
+
+ private:
+  struct Time {
+    TimePs at;
+    std::uint32_t head;  // pool nodes: the FIFO of events at `at`
+    std::uint32_t tail;
+  };
+  std::vector<Time> times_;  // sorted by `at` from first_; the ones before are used up
+  std::size_t first_ = 0;
+};
+
+}  // namespace ethx::sim
