@@ -62,7 +62,12 @@ class EventBucket {
       time.tail = node;
       return;
     }
-    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place), Time{event.at, node, node});
+    if (place == times_.size()) {  // the usual case: a new latest time
+      times_.push_back(Time{event.at, node, node});
+    } else {
+      times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place),
+                    Time{event.at, node, node});
+    }
   }
   bool empty() const { return first_ == times_.size(); }
   // Precondition: !empty().

@@ -1,6 +1,7 @@
 #include "fabric/sim/sim_fabric.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
     EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
     engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
     state.endpoint = std::make_unique<Endpoint>(std::move(engine), memory_.bytes());
+    state.ops.resize(std::bit_ceil(2 * std::size_t{config.max_outstanding} + 2));
   }
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
@@ -160,10 +162,11 @@ void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
   r.nic_latency_ns = config_.sim_nic_latency_ns;
   r.events = events;
   r.complete = workload.done();
-  std::vector<TimePs> latencies = latencies_;
-  r.latency_p50_ps = select_percentile(latencies, 50);
-  r.latency_p99_ps = select_percentile(latencies, 99);
-  r.latency_max_ps = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
+  // In place: the run is over, and a copy of millions of latencies cost its pages.
+  r.latency_p50_ps = select_percentile(latencies_, 50);
+  r.latency_p99_ps = select_percentile(latencies_, 99);
+  r.latency_max_ps =
+      latencies_.empty() ? 0 : *std::max_element(latencies_.begin(), latencies_.end());
   for (const Link& link : links_) {
     r.link_frames += link.frames_sent;
     r.link_wire_bytes += link.wire_bytes_sent;
@@ -296,8 +299,7 @@ void SimFabric::on_issue(GpuId gpu) {
     id = requester.write(pending.op.dst, pending.op.address,
                          memory_.bytes().first(pending.op.bytes), now_ns(), effects_);
   }
-  if (state.ops.size() < id) state.ops.resize(id);
-  state.ops[id - 1] = OpRecord{pending.decided_ps, pending.op.bytes};
+  record_of(state, id) = OpRecord{pending.decided_ps, pending.op.bytes};
   state.endpoint->poll(now_ns(), effects_);
   after_engine(gpu);
 }
@@ -329,7 +331,7 @@ void SimFabric::after_engine(GpuId gpu) {
   wake_.clear();
   while (auto completion = requester.take_completion()) {
     any = true;
-    count_completion(*completion, state.ops[completion->id - 1]);
+    count_completion(*completion, record_of(state, completion->id));
     workload_->completed(gpu, wake_);
   }
   if (!any) return;
