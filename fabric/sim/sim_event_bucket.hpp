@@ -22,15 +22,15 @@ class EventPool {
  public:
   static constexpr std::uint32_t kNone = UINT32_MAX;
 
-  std::uint32_t add(const Event& event) {
+  // A free slot, its event to be filled in place by the caller.
+  std::uint32_t allocate() {
     std::uint32_t node = free_;
     if (node == kNone) {
       node = static_cast<std::uint32_t>(events_.size());
-      events_.push_back(event);
+      events_.emplace_back();
       next_.push_back(kNone);
     } else {
       free_ = next_[node];
-      events_[node] = event;
       next_[node] = kNone;
     }
     return node;
@@ -39,6 +39,7 @@ class EventPool {
     next_[node] = free_;
     free_ = node;
   }
+  Event& event(std::uint32_t node) { return events_[node]; }
   const Event& event(std::uint32_t node) const { return events_[node]; }
   std::uint32_t next(std::uint32_t node) const { return next_[node]; }
   void link(std::uint32_t node, std::uint32_t after) { next_[after] = node; }
@@ -51,22 +52,21 @@ class EventPool {
 
 class EventBucket {
  public:
-  void push(const Event& event, EventPool& pool) {
-    const std::uint32_t node = pool.add(event);
+  // Adds the event in pool slot `node`, at time `at`, after every event pushed before it.
+  void push(std::uint32_t node, TimePs at, EventPool& pool) {
     // The time's place, from the back: new events are mostly the latest so far.
     std::size_t place = times_.size();
-    while (place > first_ && times_[place - 1].at > event.at) --place;
-    if (place > first_ && times_[place - 1].at == event.at) {
+    while (place > first_ && times_[place - 1].at > at) --place;
+    if (place > first_ && times_[place - 1].at == at) {
       Time& time = times_[place - 1];
       pool.link(node, time.tail);
       time.tail = node;
       return;
     }
     if (place == times_.size()) {  // the usual case: a new latest time
-      times_.push_back(Time{event.at, node, node});
+      times_.push_back(Time{at, node, node});
     } else {
-      times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place),
-                    Time{event.at, node, node});
+      times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place), Time{at, node, node});
     }
   }
   bool empty() const { return first_ == times_.size(); }

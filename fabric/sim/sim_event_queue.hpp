@@ -47,11 +47,13 @@ class EventQueue {
   Event pop();
   std::uint64_t pushed() const { return next_seq_; }
 
-  // 256 ps buckets, 8192 of them: a window of 2.1 us, longer than a frame takes through a
-  // switch and a link (~300 ns) and than most of what a NIC queues ahead.
-  static constexpr unsigned kBucketShift = 8;
+  // 1024 ps buckets, 1024 of them: a window of 1.05 us, longer than a frame takes through a
+  // switch and a link (~300 ns). Measured on 1024 GPUs against 256 ps x 8192 (2.1 us) and
+  // 512 ps x 1024: the bucket headers in use then fit the L2 cache, and fewer buckets in the
+  // window are empty (docs/simulator.md, "Speed").
+  static constexpr unsigned kBucketShift = 10;
   static constexpr TimePs kBucketPs = TimePs{1} << kBucketShift;
-  static constexpr std::size_t kBuckets = 8192;
+  static constexpr std::size_t kBuckets = 1024;
 
  private:
   static constexpr std::size_t kWords = kBuckets / 64;  // of the occupancy bitmap
@@ -61,7 +63,8 @@ class EventQueue {
   EventBucket& bucket(std::uint64_t index) { return buckets_[index & (kBuckets - 1)]; }
   // Absolute index of the earliest bucket holding an event. Precondition: calendar_size_ > 0.
   std::uint64_t earliest_bucket() const;
-  void insert(std::uint64_t index, const Event& event);
+  // Files the event in pool slot `node` under bucket `index`.
+  void insert(std::uint64_t index, std::uint32_t node);
   // Moves far events that the window (from base_) now reaches into their buckets.
   void take_far_events();
 
@@ -80,31 +83,37 @@ class EventQueue {
 
 inline std::uint64_t EventQueue::push(TimePs at, std::uint32_t kind, std::uint32_t target,
                                       std::uint32_t arg, const void* hint, std::size_t hint_bytes) {
-  Event event;
-  event.at = at;
-  event.seq = next_seq_++;
-  event.kind = kind & kMaxEventKind;
   const std::size_t lines = (hint_bytes + 63) / 64;
-  event.hint_lines =
-      static_cast<std::uint32_t>(lines < kMaxHintLines ? lines : kMaxHintLines) & kMaxHintLines;
-  event.target = target & kMaxEventTarget;
-  event.arg = arg;
-  event.hint = hint;
+  const auto hint_lines = static_cast<std::uint32_t>(lines < kMaxHintLines ? lines : kMaxHintLines);
+  const std::uint64_t seq = next_seq_++;
   ++size_;
   std::uint64_t index = bucket_of(at);
   // Never earlier than the window: an event in the past (a broken precondition) still comes
   // out first, as its bucket orders it before the others.
   if (index < base_) index = base_;
-  if (index >= base_ + kBuckets) {
+  // Written in place, field by field: an event built on the stack and copied was read back
+  // in wide loads across its narrow stores, a store-forwarding stall on every push.
+  const bool far = index >= base_ + kBuckets;
+  Event far_event;
+  const std::uint32_t node = far ? EventPool::kNone : pool_.allocate();
+  Event& event = far ? far_event : pool_.event(node);
+  event.at = at;
+  event.seq = seq;
+  event.kind = kind & kMaxEventKind;
+  event.hint_lines = hint_lines & kMaxHintLines;
+  event.target = target & kMaxEventTarget;
+  event.arg = arg;
+  event.hint = hint;
+  if (far) {
     far_.push(event);
   } else {
-    insert(index, event);
+    insert(index, node);
   }
-  return event.seq;
+  return seq;
 }
 
-inline void EventQueue::insert(std::uint64_t index, const Event& event) {
-  bucket(index).push(event, pool_);
+inline void EventQueue::insert(std::uint64_t index, std::uint32_t node) {
+  bucket(index).push(node, pool_.event(node).at, pool_);
   const std::size_t slot = index & (kBuckets - 1);
   occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64);
   ++calendar_size_;
@@ -135,8 +144,9 @@ inline const Event& EventQueue::top() const {
 
 inline void EventQueue::take_far_events() {
   while (!far_.empty() && bucket_of(far_.top().at) < base_ + kBuckets) {
-    const Event event = far_.pop();
-    insert(bucket_of(event.at), event);
+    const std::uint32_t node = pool_.allocate();
+    pool_.event(node) = far_.pop();
+    insert(bucket_of(pool_.event(node).at), node);
   }
 }
 

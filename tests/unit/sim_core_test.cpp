@@ -93,7 +93,7 @@ TEST(SimEventQueue, ManyTiesKeepInsertionOrderAcrossInterleavedPops) {
 }
 
 TEST(SimEventQueue, TheCalendarMatchesAnOrderedSetAcrossItsWindowAndFarEvents) {
-  // The calendar keeps 2.1 us of buckets and a heap for later events. Delays here mix ties,
+  // The calendar keeps 1 us of buckets and a heap for later events. Delays here mix ties,
   // events inside one bucket, across the window, past its end and a second ahead, with pops
   // interleaved (some in bursts that empty the calendar, so the window jumps to a far event).
   // Every pop, and top() before it, must be the earliest (time, push order) still pending.
