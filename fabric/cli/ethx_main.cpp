@@ -6,6 +6,7 @@
 #include "address-map/config_error.hpp"
 #include "fabric/bench/bench_coordinator.hpp"
 #include "fabric/bench/soak_command.hpp"
+#include "fabric/cli/capture_command.hpp"
 #include "fabric/cli/fault_command.hpp"
 #include "fabric/cli/oshrun_command.hpp"
 #include "fabric/cli/restart_switch_command.hpp"
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
     "  status   show a running fabric's processes and per-port counters\n"
     "  down     stop a running fabric and remove everything it made\n"
     "  fault    change the faults a switch port of a running fabric injects\n"
+    "  capture  record what a switch port of a running fabric receives and sends (pcap)\n"
     "  restart-switch  replace a running fabric's switch process; the nodes continue\n"
     "  run      run a program in the VMs of a running fabric (docs/programs.md)\n"
     "  oshrun   run an OpenSHMEM program, one PE per GPU (build/bin/oshrun; docs/shmem.md)\n"
@@ -289,6 +291,27 @@ int fault(int argc, char** argv) {
   return ethx::run_fault(options);
 }
 
+int capture(int argc, char** argv) {
+  ethx::CaptureOptions options;
+  po::options_description description(
+      "ethx capture options (a pcap of what one switch port receives and sends; "
+      "docs/wireshark.md)");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "port", po::value<long long>(), "the switch port (= GPU id) to record")(
+      "write,w", po::value(&options.path), "the pcap file (default: ethx-NAME-portP.pcap)")(
+      "count", po::value(&options.count)->default_value(0), "stop after K frames (0: no limit)")(
+      "duration-s", po::value(&options.duration_s)->default_value(0),
+      "stop after S seconds (0: no limit; Ctrl-C stops it too)")(
+      "json", po::bool_switch(&options.json), "print the result as JSON")(
+      "timeout-ms", po::value(&options.timeout_ms)->default_value(5000),
+      "give up if the switch has not answered a request by then");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  take(vm, "port", options.port);
+  return ethx::run_capture(options);
+}
+
 int restart_switch(int argc, char** argv) {
   ethx::RestartSwitchOptions options;
   po::options_description description("ethx restart-switch options");
@@ -410,6 +433,7 @@ int main(int argc, char** argv) {
     if (command == "run") return run(argc - 1, argv + 1);
     if (command == "oshrun") return oshrun(argc - 1, argv + 1);
     if (command == "fault") return fault(argc - 1, argv + 1);
+    if (command == "capture") return capture(argc - 1, argv + 1);
     if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
     if (command == "softroce") return softroce(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;

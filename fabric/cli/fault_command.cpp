@@ -1,16 +1,11 @@
 #include "fabric/cli/fault_command.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <system_error>
 
+#include "fabric/cli/switch_mailbox.hpp"
 #include "fabric/config/fabric_names.hpp"
 #include "fabric/control/run_state.hpp"
 #include "switch/runtime/fault_change.hpp"
@@ -73,33 +68,6 @@ FaultChange change_from(const FaultOptions& options, std::size_t port_count) {
   return change;
 }
 
-// One `ethx fault` at a time per fabric talks to the switch's single mailbox. Not the run
-// directory's own lock: that one is held by an attached `ethx bench` for its whole run, and
-// changing faults during a benchmark is the point.
-class MailboxLock {
- public:
-  explicit MailboxLock(const std::string& path)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "flock");
-    }
-  }
-  ~MailboxLock() { ::close(fd_); }
-  MailboxLock(const MailboxLock&) = delete;
-  MailboxLock& operator=(const MailboxLock&) = delete;
-
- private:
-  int fd_;
-};
-
-const RecordedProcess* switch_process(const RunState& state) {
-  for (const RecordedProcess& process : state.processes) {
-    if (process.role == "switch") return &process;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 int run_fault(const FaultOptions& options) {
@@ -124,7 +92,7 @@ int run_fault(const FaultOptions& options) {
     return 1;
   }
   ControlRegion control = ControlRegion::attach(control_region_name(state->fabric));
-  MailboxLock lock(directory.path() + "/switch-command.lock");
+  MailboxLock lock(directory);
   nlohmann::json request = change.to_json();
   request["command"] = "fault";
   nlohmann::json reply;

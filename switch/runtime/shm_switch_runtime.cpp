@@ -56,8 +56,10 @@ bool ShmSwitchRuntime::receive_all(TimeNs now) {
     // A (nearly) full ring means its node may be waiting for room: ring it once there is.
     const bool node_may_wait = channel.to_switch.size() >= shm::kRingSlots * 3 / 4;
     const std::size_t popped = channel.to_switch.pop_batch(
-        std::min(kReceiveBatchPerPort, budget),
-        [&](std::span<const std::byte> frame) { core_.on_frame(port, frame, now, touched_); });
+        std::min(kReceiveBatchPerPort, budget), [&](std::span<const std::byte> frame) {
+          commands_.tap(port, frame);
+          core_.on_frame(port, frame, now, touched_);
+        });
     if (node_may_wait && popped > 0) waiter_.ring(channel.node_bell);
     budget -= popped;
     moved = moved || popped > 0;
@@ -74,6 +76,7 @@ bool ShmSwitchRuntime::transmit_all() {
     bool pushed = false;
     while (const QueuedFrame* frame = core_.front(egress)) {
       if (!channel.to_node.try_push(frame->bytes)) break;  // node busy: back-pressure
+      commands_.tap(egress, frame->bytes);
       core_.pop(egress);
       pushed = true;
     }

@@ -18,18 +18,21 @@ constexpr std::size_t kReceiveBatchPerPort = 32;
 
 class CoreSink final : public FrameSink {
  public:
-  CoreSink(SwitchCore& core, std::vector<PortId>& touched) : core_(core), touched_(touched) {}
+  CoreSink(SwitchCore& core, std::vector<PortId>& touched, const SwitchCommandHook& commands)
+      : core_(core), touched_(touched), commands_(commands) {}
   void set(PortId port, TimeNs now) {
     port_ = port;
     now_ = now;
   }
   void on_frame(std::span<const std::byte> frame) override {
+    commands_.tap(port_, frame);
     core_.on_frame(port_, frame, now_, touched_);
   }
 
  private:
   SwitchCore& core_;
   std::vector<PortId>& touched_;
+  const SwitchCommandHook& commands_;
   PortId port_ = 0;
   TimeNs now_ = 0;
 };
@@ -75,7 +78,7 @@ bool SocketSwitchRuntime::receive_all(TimeNs now) {
   // Frames a delay spike held whose time has come go before anything newer. A stalled port is
   // still read: a veth cannot be back-pressured, so the core holds what arrives meanwhile.
   core_.release_held(now, touched_);
-  CoreSink sink(core_, touched_);
+  CoreSink sink(core_, touched_, commands_);
   bool moved = !touched_.empty();
   const auto count = static_cast<std::uint32_t>(ports_.size());
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -97,6 +100,7 @@ bool SocketSwitchRuntime::transmit_all() {
       const SendResult result = socket.try_send(frame->bytes);
       if (result == SendResult::kFull) break;  // the link is busy: the core's queue holds it
       if (result == SendResult::kTooLarge) ++counters_.tx_too_large;
+      if (result == SendResult::kQueued) commands_.tap(egress, frame->bytes);
       core_.pop(egress);
       sent = sent || result == SendResult::kQueued;
     }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "switch/runtime/capture_commands.hpp"
 #include "switch/runtime/fault_change.hpp"
 
 namespace ethx {
@@ -41,10 +42,19 @@ nlohmann::json apply_fault_change(const nlohmann::json& request, SwitchCore& cor
 
 }  // namespace
 
-nlohmann::json run_switch_command(const nlohmann::json& request, SwitchCore& core) {
+nlohmann::json run_switch_command(const nlohmann::json& request, SwitchCore& core,
+                                  PortCapture* capture) {
   try {
-    if (!request.is_object() || request.value("command", std::string()) != "fault") {
-      return {{"ok", false}, {"error", "command: this switch knows only \"fault\""}};
+    const std::string command =
+        request.is_object() ? request.value("command", std::string()) : std::string();
+    if (capture != nullptr && is_capture_command(command)) {
+      return run_capture_command(request, core, *capture);
+    }
+    if (command != "fault") {
+      return {{"ok", false},
+              {"error",
+               "command: this switch knows \"fault\" and \"capture-start\", "
+               "\"capture-status\", \"capture-stop\""}};
     }
     return apply_fault_change(request, core);
   } catch (const std::exception& error) {
@@ -68,13 +78,13 @@ void SwitchCommandServer::serve(SwitchCore& core) {
       nlohmann::json::parse(read_text(box_.request, box_.request_bytes), nullptr, false);
   const nlohmann::json reply = request.is_discarded()
                                    ? nlohmann::json{{"ok", false}, {"error", "request: not JSON"}}
-                                   : run_switch_command(request, core);
+                                   : run_switch_command(request, core, &capture_);
   write_text(box_.reply, box_.reply_bytes, reply.dump());
   box_.reply_seq.store(sequence, std::memory_order_release);
 }
 
 SwitchCommandHook SwitchCommandServer::hook() {
-  return {[this] { return pending(); }, [this](SwitchCore& core) { serve(core); }};
+  return {[this] { return pending(); }, [this](SwitchCore& core) { serve(core); }, &capture_};
 }
 
 nlohmann::json send_switch_command(ControlRegion& control, const nlohmann::json& request,

@@ -1,6 +1,7 @@
 // Both ends of the switch's command mailbox in the control region (SwitchCommandBox): ethx-switch
-// serves `{"command": "fault", ...FaultChange}` on its forwarding thread; `ethx fault` posts one
-// and waits for the answer with a deadline.
+// serves `{"command": "fault", ...FaultChange}` and the capture commands (capture_commands.hpp)
+// on its forwarding thread; `ethx fault` and `ethx capture` post one and wait for the answer
+// with a deadline.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/transport/shm/control_region.hpp"
+#include "switch/capture/port_capture.hpp"
 #include "switch/runtime/switch_command_hook.hpp"
 
 namespace ethx {
@@ -29,10 +31,13 @@ class SwitchCommandServer {
  private:
   SwitchCommandBox& box_;
   std::uint32_t last_seen_;
+  PortCapture capture_;  // `ethx capture`'s recorder, fed through the hook's tap
 };
 
-// The answer to `request` for `core` (what serve() posts); never throws.
-nlohmann::json run_switch_command(const nlohmann::json& request, SwitchCore& core);
+// The answer to `request` for `core` (what serve() posts); never throws. Capture commands
+// (capture_commands.hpp) need `capture`; without one they are unknown commands.
+nlohmann::json run_switch_command(const nlohmann::json& request, SwitchCore& core,
+                                  PortCapture* capture = nullptr);
 
 // Client side: posts `request` and returns the switch's answer. Throws std::runtime_error when
 // no answer came within timeout_ms, or as soon as switch_alive() is false. The caller makes sure

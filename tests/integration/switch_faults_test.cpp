@@ -18,6 +18,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -425,6 +426,56 @@ TEST_P(LiveSwitchFaults, StatusShowsThePeersEachGpuHasMarkedDown) {
       gpu0_peer_health_when([](const json& gpu) { return gpu["down_peers"].empty(); });
   EXPECT_EQ(back["peers_marked_up"], 1);
   EXPECT_EQ(loads_to_faulty_port(10).errors, 0u);
+  ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
+}
+
+// `ethx capture` records what a port receives and sends inside the switch, on every transport
+// (AF_XDP frames never reach the kernel's taps): the loads GPU 0 makes to the port's GPU cross
+// it as read requests out and read responses in, and tshark with the ethx dissector must read
+// exactly the frames asked for, every one an intact ethx frame. Bad options are named.
+TEST_P(LiveSwitchFaults, CaptureRecordsWhatAPortReceivesAndSendsOnEveryTransport) {
+  if (run_command("tshark -v > /dev/null 2>&1").exit_status != 0) {
+    GTEST_SKIP() << "needs tshark: apt-get install tshark";
+  }
+  const CommandResult up =
+      ethx("up --name " + name_ + " --gpus 4 --quiet --transport " + GetParam());
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  ASSERT_EQ(echo_from_faulty_port(1)["errors"], 0);  // makes the client; before the capture
+  const std::filesystem::path pcap = run_root_ / "port.pcap";
+  CommandResult capture;
+  std::thread recorder([&] {
+    capture = ethx("capture --name " + name_ + " --port " + std::to_string(kFaultyPort) +
+                   " --count 40 --duration-s 60 -w " + pcap.string());
+  });
+  // The switch makes the file when the capture starts: from then on the port is recorded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!std::filesystem::exists(pcap) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(std::filesystem::exists(pcap)) << "the capture never started";
+  EXPECT_EQ(loads_to_faulty_port(30).errors, 0u);  // 60 frames through the port
+  recorder.join();
+  ASSERT_EQ(capture.exit_status, 0) << capture.output;
+  EXPECT_NE(capture.output.find("40 frames of port 1"), std::string::npos) << capture.output;
+  const CommandResult fields = run_command(
+      "tshark -X lua_script:" + std::string(ETHX_SOURCE_DIR) +
+      "/fabric/tools/wireshark/ethx.lua -r " + pcap.string() +
+      " -T fields -e frame.protocols -e ethx.txn.opcode -e ethx.crc.status 2>/dev/null");
+  ASSERT_EQ(fields.exit_status, 0) << "tshark could not read " << pcap;
+  std::istringstream lines(fields.output);
+  std::size_t frames = 0;
+  std::size_t requests = 0;
+  for (std::string line; std::getline(lines, line); ++frames) {
+    EXPECT_NE(line.find("eth:ethertype:ethx"), std::string::npos) << line;
+    EXPECT_NE(line.find("good"), std::string::npos) << line;
+    requests += line.find("\t0x01\t") != std::string::npos;  // read-req, sent to the port
+  }
+  EXPECT_EQ(frames, 40u);
+  EXPECT_GE(requests, 19u);  // requests and responses alternate
+  EXPECT_LE(requests, 21u);
+  EXPECT_NE(ethx("capture --name " + name_ + " --port 9").output.find("--port: 9 is not a port"),
+            std::string::npos);
+  EXPECT_EQ(ethx("capture --name " + name_ + " --port 1 --count -1").exit_status, 2);
   ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
 }
 
