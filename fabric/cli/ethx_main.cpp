@@ -12,6 +12,7 @@
 #include "fabric/cli/restart_switch_command.hpp"
 #include "fabric/cli/run_command.hpp"
 #include "fabric/cli/status_command.hpp"
+#include "fabric/cli/top_command.hpp"
 #include "fabric/cli/up_command.hpp"
 #include "fabric/compare/compare_command.hpp"
 #include "fabric/compare/softroce_suite.hpp"
@@ -34,6 +35,7 @@ constexpr const char* kUsage =
     "  down     stop a running fabric and remove everything it made\n"
     "  fault    change the faults a switch port of a running fabric injects\n"
     "  capture  record what a switch port of a running fabric receives and sends (pcap)\n"
+    "  top      live per-port rates, queues and drops of a running fabric's switch\n"
     "  restart-switch  replace a running fabric's switch process; the nodes continue\n"
     "  run      run a program in the VMs of a running fabric (docs/programs.md)\n"
     "  oshrun   run an OpenSHMEM program, one PE per GPU (build/bin/oshrun; docs/shmem.md)\n"
@@ -312,6 +314,21 @@ int capture(int argc, char** argv) {
   return ethx::run_capture(options);
 }
 
+int top(int argc, char** argv) {
+  ethx::TopOptions options;
+  po::options_description description(
+      "ethx top options (live per-port view of a running fabric's switch; q quits)");
+  description.add_options()("help", "show this help")(
+      "name", po::value(&options.name)->default_value("default"), "the fabric's name")(
+      "interval-s", po::value(&options.interval_s)->default_value(1.0), "seconds per refresh")(
+      "iterations", po::value(&options.iterations)->default_value(0),
+      "stop after K refreshes (0: until q)")("json", po::bool_switch(&options.json),
+                                             "one JSON object per refresh instead of a screen");
+  po::variables_map vm;
+  if (!parse_options(argc, argv, description, vm)) return 0;
+  return ethx::run_top(options);
+}
+
 int restart_switch(int argc, char** argv) {
   ethx::RestartSwitchOptions options;
   po::options_description description("ethx restart-switch options");
@@ -434,6 +451,7 @@ int main(int argc, char** argv) {
     if (command == "oshrun") return oshrun(argc - 1, argv + 1);
     if (command == "fault") return fault(argc - 1, argv + 1);
     if (command == "capture") return capture(argc - 1, argv + 1);
+    if (command == "top") return top(argc - 1, argv + 1);
     if (command == "restart-switch") return restart_switch(argc - 1, argv + 1);
     if (command == "softroce") return softroce(argc - 1, argv + 1);
     std::cerr << "ethx: unknown command \"" << command << "\"\n" << kUsage;

@@ -43,6 +43,8 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"faults_delay_spikes", c.faults_delay_spikes},
                             {"faults_delayed", c.faults_delayed},
                             {"drops_link_down", c.drops_link_down},
+                            {"queued_bytes", core.queued_bytes(port)},
+                            {"queued_frames", core.queued_frames(port)},
                             {"queue_bytes_high_water", c.queue_bytes_high_water},
                             {"malformed_by_reason", malformed_by_reason},
                             {"faults", port_faults_json(core.faults(port), core.port_up(port))}};

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -476,6 +477,45 @@ TEST_P(LiveSwitchFaults, CaptureRecordsWhatAPortReceivesAndSendsOnEveryTransport
   EXPECT_NE(ethx("capture --name " + name_ + " --port 9").output.find("--port: 9 is not a port"),
             std::string::npos);
   EXPECT_EQ(ethx("capture --name " + name_ + " --port 1 --count -1").exit_status, 2);
+  ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
+}
+
+// `ethx top` shows the rates of a port under traffic (one JSON line per refresh), quits on `q`
+// without waiting for its interval, and names bad options.
+TEST_P(LiveSwitchFaults, TopShowsAPortsRatesAndQuitsOnQ) {
+  if (GetParam() != "shm") GTEST_SKIP() << "top reads the switch's counters, any transport";
+  const CommandResult up = ethx("up --name " + name_ + " --gpus 4 --quiet --transport shm");
+  ASSERT_EQ(up.exit_status, 0) << up.output;
+  ASSERT_EQ(echo_from_faulty_port(1)["errors"], 0);
+  CommandResult top;
+  std::atomic<bool> watching{true};
+  std::thread watcher([&] {
+    top = run_command(ethx_binary() + " top --json --iterations 3 --interval-s 0.3 --name " +
+                      name_ + " < /dev/null");
+    watching = false;
+  });
+  while (watching) EXPECT_EQ(loads_to_faulty_port(20).errors, 0u);
+  watcher.join();
+  ASSERT_EQ(top.exit_status, 0) << top.output;
+  std::istringstream lines(top.output);
+  std::size_t refreshes = 0;
+  double most_frames_per_s = 0;
+  for (std::string line; std::getline(lines, line); ++refreshes) {
+    const json page = json::parse(line);
+    ASSERT_EQ(page["ports"].size(), 4u);
+    most_frames_per_s =
+        std::max(most_frames_per_s, page["ports"][kFaultyPort]["rx_frames_per_s"].get<double>());
+  }
+  EXPECT_EQ(refreshes, 3u);
+  EXPECT_GT(most_frames_per_s, 0.0) << top.output;
+  const auto started = std::chrono::steady_clock::now();
+  const CommandResult quit =
+      run_command("printf q | " + ethx_binary() + " top --interval-s 60 --name " + name_);
+  EXPECT_EQ(quit.exit_status, 0) << quit.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  EXPECT_NE(ethx("top --interval-s 0 --name " + name_).output.find("--interval-s"),
+            std::string::npos);
+  EXPECT_EQ(ethx("top --name no-such-fabric").exit_status, 3);
   ASSERT_EQ(ethx("down --name " + name_).exit_status, 0);
 }
 
