@@ -69,21 +69,36 @@ class SwitchClient {
   std::int64_t timeout_ms_;
 };
 
-// Asks until the capture has ended (its count, its time) or Ctrl-C stops it; the last status.
-nlohmann::json wait_until_done(SwitchClient& client) {
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+// Asks until capture `id` has ended (its count, its time) or a signal stops it; the last status.
+nlohmann::json wait_until_done(SwitchClient& client, std::uint64_t id) {
   nlohmann::json reply;
   for (;;) {
     std::this_thread::sleep_for(kStatusInterval);
     const bool stop = interrupted.load();
-    reply = client.ask({{"command", stop ? "capture-stop" : "capture-status"}});
+    reply = client.ask({{"command", stop ? "capture-stop" : "capture-status"}, {"id", id}});
     if (!reply.value("ok", false) || stop || !reply["capture"].value("active", false)) break;
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   return reply;
 }
+
+// Ctrl-C, a kill or a closed terminal stop the capture (and complete its file) instead of
+// leaving it running in the switch; installed before the capture starts.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    for (int signal : kSignals) previous_[index(signal)] = std::signal(signal, on_interrupt);
+  }
+  ~StopOnSignals() {
+    for (int signal : kSignals) std::signal(signal, previous_[index(signal)]);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  static std::size_t index(int signal) { return signal == SIGINT ? 0 : signal == SIGTERM ? 1 : 2; }
+  void (*previous_[3])(int) = {};
+};
 
 void report(const CaptureOptions& options, const nlohmann::json& capture) {
   if (options.json) {
@@ -121,18 +136,21 @@ int run_capture(const CaptureOptions& options) {
     return 1;
   }
   try {
+    const StopOnSignals signals;
     SwitchClient client(directory, *state, *process, options.timeout_ms);
     const nlohmann::json started = client.ask(request);
     if (!started.value("ok", false)) {
       std::cerr << "ethx capture: " << started.value("error", std::string("?")) << "\n";
       return 2;
     }
+    const auto id = started["capture"]["id"].get<std::uint64_t>();
     if (!options.json)
       std::cout << "ethx capture: recording port " << *options.port << " into " << path
                 << std::endl;
-    const nlohmann::json done = wait_until_done(client);
-    if (!done.value("ok", false)) {
-      std::cerr << "ethx capture: " << done.value("error", std::string("?")) << "\n";
+    const nlohmann::json done = wait_until_done(client, id);
+    if (!done.value("ok", false) || done["capture"].contains("error")) {
+      const nlohmann::json& why = done.value("ok", false) ? done["capture"] : done;
+      std::cerr << "ethx capture: " << why.value("error", std::string("?")) << "\n";
       return 1;
     }
     report(options, done["capture"]);

@@ -1,11 +1,13 @@
 #include "fabric/cli/top_command.hpp"
 
 #include <poll.h>
+#include <signal.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -77,6 +79,12 @@ bool quit_asked(double seconds, bool& keys_open) {
   }
 }
 
+// Whether the process that wrote the counters still runs (a killed switch leaves its file).
+bool switch_alive(const nlohmann::json& stats) {
+  const auto pid = static_cast<pid_t>(stats.value("pid", 0));
+  return pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH;
+}
+
 void draw(const TopOptions& options, const std::vector<PortRates>& rows, double seconds) {
   if (options.json) {
     std::cout << top_json(rows, seconds).dump() << std::endl;
@@ -102,8 +110,14 @@ int watch(const TopOptions& options, const std::string& stats_file) {
       std::cerr << "ethx top: the switch of '" << options.name << "' stopped publishing\n";
       return 1;
     }
+    if (!switch_alive(*after)) {
+      std::cerr << "ethx top: the switch of '" << options.name << "' (pid "
+                << after->value("pid", 0) << ") is not running\n";
+      return 1;
+    }
     const auto now = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(now - taken).count();
+    const double seconds =
+        seconds_between(*before, *after, std::chrono::duration<double>(now - taken).count());
     draw(options, port_rates(*before, *after, seconds), seconds);
     before = std::move(after);
     taken = now;
@@ -128,10 +142,16 @@ int run_top(const TopOptions& options) {
     std::cerr << "ethx top: no fabric '" << options.name << "' is up\n";
     return 3;
   }
-  std::signal(SIGINT, on_interrupt);
-  const KeyboardMode keyboard;
-  const int status = watch(options, state->stats_file);
-  std::signal(SIGINT, SIG_DFL);
+  // Every way out restores the terminal: these end the loop instead of the process.
+  const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  void (*previous[4])(int) = {};
+  for (std::size_t i = 0; i < 4; ++i) previous[i] = std::signal(signals[i], on_interrupt);
+  int status = 0;
+  {
+    const KeyboardMode keyboard;
+    status = watch(options, state->stats_file);
+  }
+  for (std::size_t i = 0; i < 4; ++i) std::signal(signals[i], previous[i]);
   return status;
 }
 

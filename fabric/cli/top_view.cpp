@@ -63,6 +63,13 @@ std::vector<PortRates> port_rates(const nlohmann::json& before, const nlohmann::
   return rows;
 }
 
+double seconds_between(const nlohmann::json& before, const nlohmann::json& after, double looked_s) {
+  if (!before.contains("published_ns") || !after.contains("published_ns")) return looked_s;
+  const auto from = before["published_ns"].get<std::int64_t>();
+  const auto to = after["published_ns"].get<std::int64_t>();
+  return to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
+}
+
 std::string format_top(const std::string& fabric, const std::vector<PortRates>& rows,
                        double seconds) {
   std::string page;
@@ -74,6 +81,7 @@ std::string format_top(const std::string& fabric, const std::vector<PortRates>& 
                 "rx Gb/s", "tx Gb/s", "queue B", "queue max", "qfull", "bad", "linkdn", "other");
   page += line;
   PortRates total;
+  std::uint64_t dropped = 0;
   for (const PortRates& r : rows) {
     std::snprintf(line, sizeof line,
                   "%-5u %4s %11.0f %11.0f %8.3f %8.3f %10llu %10llu %8llu %8llu %8llu %8llu\n",
@@ -89,12 +97,11 @@ std::string format_top(const std::string& fabric, const std::vector<PortRates>& 
     total.tx_frames_per_s += r.tx_frames_per_s;
     total.rx_gbps += r.rx_gbps;
     total.tx_gbps += r.tx_gbps;
-    total.drops_queue_full +=
-        r.drops_queue_full + r.drops_malformed + r.drops_link_down + r.drops_other;
+    dropped += r.drops_queue_full + r.drops_malformed + r.drops_link_down + r.drops_other;
   }
   std::snprintf(line, sizeof line, "%-5s %4s %11.0f %11.0f %8.3f %8.3f %10s %10s %8llu dropped\n",
                 "all", "", total.rx_frames_per_s, total.tx_frames_per_s, total.rx_gbps,
-                total.tx_gbps, "", "", static_cast<unsigned long long>(total.drops_queue_full));
+                total.tx_gbps, "", "", static_cast<unsigned long long>(dropped));
   page += line;
   return page;
 }

@@ -33,6 +33,10 @@ struct PortRates {
 // either are left out. A counter that went down (a restarted switch) counts from zero.
 std::vector<PortRates> port_rates(const nlohmann::json& before, const nlohmann::json& after,
                                   double seconds);
+// The time between two readings, from the switch's `published_ns` (the switch rewrites the file
+// at most every 250 ms, so when `ethx top` looked is off by up to that); `looked_s` when a
+// reading has none. 0 when the switch has not republished (it publishes only while busy).
+double seconds_between(const nlohmann::json& before, const nlohmann::json& after, double looked_s);
 // The terminal page: a heading line, then one row per port and a total.
 std::string format_top(const std::string& fabric, const std::vector<PortRates>& rows,
                        double seconds);

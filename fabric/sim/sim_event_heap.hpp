@@ -2,9 +2,9 @@
 //
 // Two events at the same modelled time run in the order they were scheduled (their sequence
 // numbers), so a run depends only on its inputs (config, workload, seed), never on heap layout
-// or addresses. The heap is one of the event queue's parts (sim_event_queue.hpp): every bucket
-// of its calendar is one, and so is its store of far-future events. Push and pop are defined
-// here, inline in the simulator's loop, and pop picks the earliest of four children without
+// or addresses. The heap keeps the event queue's far-future events (sim_event_queue.hpp; it was
+// the whole queue before the calendar, and `ethx_sim_bench` measures it as the baseline). Push
+// and pop are defined here, inline, and pop picks the earliest of four children without
 // branches (docs/simulator.md, "Speed"; tests/bench/sim_bench.cpp).
 #pragma once
 

@@ -1,7 +1,6 @@
 #include "fabric/sim/sim_fabric.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -69,7 +68,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
     EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
     engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
     state.endpoint = std::make_unique<Endpoint>(std::move(engine), memory_.bytes());
-    state.ops.resize(std::bit_ceil(2 * std::size_t{config.max_outstanding} + 2));
+    state.ops.resize(2 * std::size_t{config.max_outstanding});
   }
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
@@ -81,6 +80,10 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
 }
 
 SimFabric::~SimFabric() = default;
+
+void SimFabric::set_op_record_slots(std::size_t slots) {
+  for (Gpu& state : gpus_) state.ops.resize(slots);
+}
 
 std::uint32_t SimFabric::max_op_bytes() const {
   const std::size_t chunk = wire::max_txn_payload(config_.frame_bytes_max);
@@ -299,7 +302,7 @@ void SimFabric::on_issue(GpuId gpu) {
     id = requester.write(pending.op.dst, pending.op.address,
                          memory_.bytes().first(pending.op.bytes), now_ns(), effects_);
   }
-  record_of(state, id) = OpRecord{pending.decided_ps, pending.op.bytes};
+  state.ops.add(id, OpRecord{pending.decided_ps, pending.op.bytes});
   state.endpoint->poll(now_ns(), effects_);
   after_engine(gpu);
 }
@@ -331,7 +334,7 @@ void SimFabric::after_engine(GpuId gpu) {
   wake_.clear();
   while (auto completion = requester.take_completion()) {
     any = true;
-    count_completion(*completion, record_of(state, completion->id));
+    count_completion(*completion, state.ops.take(completion->id));
     workload_->completed(gpu, wake_);
   }
   if (!any) return;

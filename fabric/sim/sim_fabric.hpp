@@ -26,6 +26,7 @@
 #include "fabric/sim/sim_event_queue.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
 #include "fabric/sim/sim_memory.hpp"
+#include "fabric/sim/sim_op_records.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
@@ -53,6 +54,11 @@ class SimFabric {
   // caller). Call once per SimFabric.
   SimReport run(Workload& workload);
 
+  // For tests, before run(): how many operation records each GPU keeps in its ring (the
+  // default holds every operation a GPU's tags allow twice over); with fewer, the records go
+  // through OpRecords' map, and the results must not change.
+  void set_op_record_slots(std::size_t slots);
+
   // Largest operation the workloads may issue: needs at most half the requester's tags.
   std::uint32_t max_op_bytes() const;
 
@@ -67,10 +73,6 @@ class SimFabric {
     TimePs decided_ps = 0;
     TimePs handed_ps = 0;  // when the issue pipeline hands it to the engine
   };
-  struct OpRecord {
-    TimePs decided_ps = 0;
-    std::uint32_t bytes = 0;
-  };
   struct Gpu {
     std::unique_ptr<Endpoint> endpoint;
     Fifo<PendingIssue> issuing;      // decided, not yet handed to the engine
@@ -81,11 +83,7 @@ class SimFabric {
     // (handed over on arrival), [1] with requests (handed over when the completer is done).
     std::array<Fifo<Link::InFlight>, 2> delivering;
     TimePs wake_pending = UINT64_MAX;
-    // By (OpId - 1) modulo its size, a power of two above twice the requester's tags: an op
-    // is outstanding for fewer ops than that (each holds a tag), so its record is still there
-    // when it completes. Indexed by OpId alone, it grew by every op of a run (70 MB for a
-    // 32-GPU run of 4 M ops, each page faulted in and never read again).
-    std::vector<OpRecord> ops;
+    OpRecords ops;  // operations issued and not yet completed
     // The requester's liveness transitions already seen (to time the first of each).
     std::uint64_t seen_marked_down = 0;
     std::uint64_t seen_marked_up = 0;
@@ -109,9 +107,6 @@ class SimFabric {
   // Handles what an endpoint call produced: frames to the NIC, wake-ups, completions.
   void after_engine(GpuId gpu);
   void count_completion(const Completion& completion, const OpRecord& record);
-  static OpRecord& record_of(Gpu& state, OpId id) {
-    return state.ops[(id - 1) & (state.ops.size() - 1)];
-  }
   // Notes the time of the first peer marked down and up again, from the requester's counters.
   void note_liveness(Gpu& state);
   bool only_endless_timers_left() const;

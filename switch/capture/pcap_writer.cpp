@@ -3,6 +3,7 @@
 #include <pcap/pcap.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 namespace ethx {
@@ -44,8 +45,9 @@ void PcapWriter::write(std::span<const std::byte> frame, TimeNs at_ns) {
 }
 
 void PcapWriter::flush() {
-  if (pcap_dump_flush(handles_->dumper) != 0) {
-    throw std::runtime_error("capture file " + path_ + ": write failed");
+  // pcap_dump reports nothing: a failed write (a full disk) shows in the stream's error flag.
+  if (pcap_dump_flush(handles_->dumper) != 0 || std::ferror(pcap_dump_file(handles_->dumper))) {
+    throw std::runtime_error("capture file " + path_ + ": write failed (disk full?)");
   }
 }
 

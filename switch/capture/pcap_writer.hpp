@@ -25,7 +25,8 @@ class PcapWriter {
   // One frame as seen at `at_ns` (nanoseconds since the Unix epoch, or any clock: the file
   // stores what it is given).
   void write(std::span<const std::byte> frame, TimeNs at_ns);
-  // Puts what was written so far into the file.
+  // Puts what was written so far into the file. Throws std::runtime_error naming the file if
+  // any write failed (a full disk).
   void flush();
   std::uint64_t frames_written() const { return frames_written_; }
   const std::string& path() const { return path_; }

@@ -1,24 +1,37 @@
 #include "switch/capture/port_capture.hpp"
 
+#include <stdexcept>
+
 namespace ethx {
 
-void PortCapture::start(const CaptureRequest& request) {
+std::uint64_t PortCapture::start(const CaptureRequest& request) {
   stop();
   writer_ = std::make_unique<PcapWriter>(request.path);  // throws, naming the file
   request_ = request;
   frames_ = 0;
-  ends_at_ = std::chrono::steady_clock::now() + std::chrono::nanoseconds(request.duration_ns);
+  error_.clear();
+  const auto now = std::chrono::steady_clock::now();
+  ends_at_ = now + std::chrono::nanoseconds(request.duration_ns);
+  watched_at_ = now;
+  return ++id_;
 }
 
 void PortCapture::stop() {
+  if (writer_ == nullptr) return;
+  try {
+    writer_->flush();
+  } catch (const std::runtime_error& failed) {
+    error_ = failed.what();
+  }
   writer_.reset();  // closes the file
 }
 
 bool PortCapture::poll() {
   if (writer_ == nullptr) return false;
+  const auto now = std::chrono::steady_clock::now();
   const bool frames_done = request_.max_frames > 0 && frames_ >= request_.max_frames;
-  const bool time_done = request_.duration_ns > 0 && std::chrono::steady_clock::now() >= ends_at_;
-  if (frames_done || time_done) stop();
+  const bool time_done = request_.duration_ns > 0 && now >= ends_at_;
+  if (frames_done || time_done || now - watched_at_ > kUnwatched) stop();
   return active();
 }
 

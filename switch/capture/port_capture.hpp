@@ -26,14 +26,25 @@ struct CaptureRequest {
 
 class PortCapture {
  public:
-  // Starts a capture, ending one that runs. Throws std::runtime_error naming the file if it
-  // cannot be made.
-  void start(const CaptureRequest& request);
-  // Ends the capture (the file is complete); nothing if none runs.
+  // A capture nobody has asked about for this long ends by itself: its `ethx capture` is gone
+  // (killed, or its terminal closed) and nobody will stop it. The command asks every 50 ms.
+  static constexpr auto kUnwatched = std::chrono::seconds(5);
+
+  // Starts a capture, ending one that runs, and returns its id (status and stop name it, so a
+  // command whose capture another one replaced finds out). Throws std::runtime_error naming
+  // the file if it cannot be made.
+  std::uint64_t start(const CaptureRequest& request);
+  // Ends the capture and completes its file; a write that failed is kept in error().
   void stop();
-  // Ends the capture if its frames or its time are used up; true while it runs.
+  // Someone is still watching: restarts the kUnwatched count.
+  void watched() { watched_at_ = std::chrono::steady_clock::now(); }
+  // Ends the capture if its frames or its time are used up, or nobody watches; true while it
+  // runs.
   bool poll();
   bool active() const { return writer_ != nullptr; }
+  std::uint64_t id() const { return id_; }
+  // Why writing the file failed ("" if it did not): a full disk, say.
+  const std::string& error() const { return error_; }
 
   // A frame port `port` received or sent. Cheap when no capture runs: one pointer test.
   void tap(std::uint32_t port, std::span<const std::byte> frame) {
@@ -49,7 +60,10 @@ class PortCapture {
   CaptureRequest request_;
   std::unique_ptr<PcapWriter> writer_;
   std::chrono::steady_clock::time_point ends_at_;
+  std::chrono::steady_clock::time_point watched_at_;
   std::uint64_t frames_ = 0;
+  std::uint64_t id_ = 0;
+  std::string error_;
 };
 
 }  // namespace ethx

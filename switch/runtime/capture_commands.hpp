@@ -1,10 +1,12 @@
 // `ethx capture`'s commands as ethx-switch serves them (switch_command_box.hpp):
 //   {"command": "capture-start", "port": P, "path": "/abs/file.pcap", "max_frames": K,
 //    "duration_ns": D}      starts recording port P (K, D: 0 for no limit), ending a running one
-//   {"command": "capture-status"}   ends the capture if its frames or time are used up
-//   {"command": "capture-stop"}
-// Each answers {"ok": true, "capture": {"active", "port", "path", "frames"}}, or {"ok": false,
-// "error": "<option>: <why>"} naming the option of `ethx capture` that was wrong.
+//   {"command": "capture-status", "id": I}   ends the capture if its frames or time are used
+//                                           up; a capture nobody asks about for 5 s ends too
+//   {"command": "capture-stop", "id": I}
+// Each answers {"ok": true, "capture": {"id", "active", "port", "path", "frames"[, "error"]}}
+// ("error": writing the file failed), or {"ok": false, "error": "<option>: <why>"} naming the
+// option of `ethx capture` that was wrong, or saying another capture replaced capture I.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "switch/runtime/switch_stats.hpp"
 
+#include "fabric/platform/clock.hpp"
 #include "switch/runtime/fault_change.hpp"
 
 namespace ethx {
@@ -52,7 +53,12 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
       value = value.get<std::uint64_t>() + entry[key].get<std::uint64_t>();
     ports.push_back(entry);
   }
-  return {{"ports", ports}, {"totals", totals}, {"drops_bad_port", core.drops_bad_port()}};
+  // When the counters were read (monotonic): `ethx top` divides by the time between two
+  // readings, not by when it happened to look at the file.
+  return {{"published_ns", monotonic_ns()},
+          {"ports", ports},
+          {"totals", totals},
+          {"drops_bad_port", core.drops_bad_port()}};
 }
 
 }  // namespace ethx

@@ -59,11 +59,25 @@ TEST(SwitchCommand, CaptureStartsReportsAndStopsThroughTheMailboxCommands) {
       {{"command", "capture-start"}, {"port", 3}, {"path", file}}, core, &capture);
   ASSERT_TRUE(started["ok"].get<bool>()) << started.dump();
   EXPECT_TRUE(started["capture"]["active"].get<bool>());
+  const auto id = started["capture"]["id"].get<std::uint64_t>();
   capture.tap(3, std::vector<std::byte>(64));
-  const nlohmann::json status = run_switch_command({{"command", "capture-status"}}, core, &capture);
+  const nlohmann::json status =
+      run_switch_command({{"command", "capture-status"}, {"id", id}}, core, &capture);
   EXPECT_EQ(status["capture"]["frames"], 1);
   EXPECT_EQ(status["capture"]["path"], file);
-  const nlohmann::json stopped = run_switch_command({{"command", "capture-stop"}}, core, &capture);
+  EXPECT_FALSE(status["capture"].contains("error"));
+  // A capture started meanwhile replaces this one: the first command is told, not misled.
+  const std::string other = (dir.path / "p2.pcap").string();
+  ASSERT_TRUE(run_switch_command({{"command", "capture-start"}, {"port", 2}, {"path", other}}, core,
+                                 &capture)["ok"]
+                  .get<bool>());
+  const nlohmann::json replaced =
+      run_switch_command({{"command", "capture-status"}, {"id", id}}, core, &capture);
+  EXPECT_FALSE(replaced["ok"].get<bool>());
+  EXPECT_NE(replaced.value("error", std::string()).find("replaced this one (now port 2"),
+            std::string::npos);
+  const nlohmann::json stopped =
+      run_switch_command({{"command", "capture-stop"}, {"id", id + 1}}, core, &capture);
   EXPECT_FALSE(stopped["capture"]["active"].get<bool>());
   EXPECT_EQ(std::filesystem::file_size(file), kPcapHeaderBytes + kRecordHeaderBytes + 64);
 }
@@ -78,6 +92,9 @@ TEST(SwitchCommand, BadCaptureRequestsNameTheOptionAndStartNothing) {
   };
   EXPECT_NE(error_of({{"command", "capture-start"}, {"port", 9}, {"path", "/tmp/x.pcap"}})
                 .find("--port: 9 is not a port of this switch (4 ports: 0..3)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"command", "capture-start"}, {"port", "one"}, {"path", "/tmp/x.pcap"}})
+                .find("--port: must be a whole number"),
             std::string::npos);
   EXPECT_NE(error_of({{"command", "capture-start"}, {"port", 1}, {"path", "x.pcap"}})
                 .find("-w: the switch needs an absolute path"),

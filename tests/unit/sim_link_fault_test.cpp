@@ -10,6 +10,8 @@
 #include "fabric/sim/sim_command.hpp"
 #include "fabric/sim/sim_fabric.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
+#include "fabric/sim/sim_report.hpp"
+#include "fabric/sim/sim_workloads.hpp"
 
 namespace ethx::sim {
 namespace {
@@ -148,6 +150,31 @@ TEST(SimLinkDown, AllToAllWithALinkDownMidRunFinishesWithinAFewTimeouts) {
                                   4096, 1, kRepeat, {LinkFault{3, kDownNs, std::nullopt}});
   EXPECT_EQ(slow.unreachable, 0u);
   EXPECT_GT(slow.makespan_ps, (kDownNs + 5 * kTimeoutNs) * kPsPerNs);
+}
+
+// An operation that waits out its timeout while thousands of others, to live peers, are issued
+// and complete meanwhile keeps its own record (SimFabric keeps them in a ring of slots that
+// this run wraps many times): with one slot per GPU, every record that is still needed goes
+// through OpRecords' map, and the report must be exactly that of the default ring.
+TEST(SimLinkDown, EveryOperationKeepsItsOwnRecordWhateverOrderTheyComplete) {
+  const TopologyConfig config = fast_config();
+  const auto run = [&config](std::size_t slots) {
+    SimFabric fabric(config, TopologyKind::kSingle);
+    if (slots > 0) fabric.set_op_record_slots(slots);
+    fabric.schedule_link_faults({LinkFault{3, 0, std::nullopt}});
+    WorkloadParams params;
+    params.gpus = 8;
+    params.bytes = 64;
+    params.repeat = 2000;
+    params.max_op_bytes = fabric.max_op_bytes();
+    const auto workload = make_workload(WorkloadKind::kAllToAll, params);
+    return to_json(fabric.run(*workload)).dump();
+  };
+  const std::string with_ring = run(0);
+  EXPECT_EQ(run(1), with_ring);
+  const nlohmann::json report = nlohmann::json::parse(with_ring);
+  EXPECT_GT(report["timeouts"].get<std::uint64_t>(), 0u);
+  EXPECT_GE(report["latency_ns"]["max"].get<double>(), static_cast<double>(kTimeoutNs));
 }
 
 // The same with the link back up at 200 us: the probes bring GPU 3 back and operations to and

@@ -63,3 +63,17 @@ TEST(TopView, ARestartedSwitchCountsFromZeroAndThePageShowsEveryPort) {
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+TEST(TopView, TheIntervalIsTheSwitchsOwnBetweenItsReadings) {
+  const nlohmann::json first = {{"published_ns", 1'000'000'000}};
+  const nlohmann::json second = {{"published_ns", 1'750'000'000}};
+  EXPECT_DOUBLE_EQ(seconds_between(first, second, 1.0), 0.75);  // not when top looked
+  EXPECT_DOUBLE_EQ(seconds_between(second, second, 1.0), 0.0);  // idle: not republished
+  EXPECT_DOUBLE_EQ(seconds_between(nlohmann::json::object(), second, 1.0), 1.0);
+}
+
+}  // namespace
+}  // namespace ethx

@@ -63,25 +63,29 @@ local e_malformed = ProtoExpert.new("ethx.malformed", "Malformed ethx frame", ex
                                     expert.severity.ERROR)
 local e_bad_crc = ProtoExpert.new("ethx.bad_crc", "CRC-32C does not match", expert.group.CHECKSUM,
                                   expert.severity.ERROR)
-ethx.experts = { e_malformed, e_bad_crc }
+local e_no_crc = ProtoExpert.new("ethx.no_crc", "No CRC-32C in the frame", expert.group.CHECKSUM,
+                                 expert.severity.NOTE)
+ethx.experts = { e_malformed, e_bad_crc, e_no_crc }
 
 local eth_dst = Field.new("eth.dst")
 local eth_src = Field.new("eth.src")
 
--- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven, as wire::crc32c.
+-- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven, as wire::crc32c. With
+-- Wireshark's `bit` library (LuaBitOp, in every Wireshark whatever its Lua version), whose
+-- results are signed 32-bit numbers: compared through bit.tobit, printed with bit.tohex.
 local crc_table = {}
 for i = 0, 255 do
   local c = i
   for _ = 1, 8 do
-    if bit32.band(c, 1) == 1 then c = bit32.bxor(bit32.rshift(c, 1), 0x82F63B78)
-    else c = bit32.rshift(c, 1) end
+    if bit.band(c, 1) == 1 then c = bit.bxor(bit.rshift(c, 1), 0x82F63B78)
+    else c = bit.rshift(c, 1) end
   end
   crc_table[i] = c
 end
 
 local function crc32c_update(crc, bytes)
   for i = 0, bytes:len() - 1 do
-    crc = bit32.bxor(bit32.rshift(crc, 8), crc_table[bit32.band(bit32.bxor(crc, bytes:get_index(i)), 0xFF)])
+    crc = bit.bxor(bit.rshift(crc, 8), crc_table[bit.band(bit.bxor(crc, bytes:get_index(i)), 0xFF)])
   end
   return crc
 end
@@ -94,7 +98,7 @@ local function frame_crc(tvb, covered)
   crc = crc32c_update(crc, eth_src().range:bytes())
   crc = crc32c_update(crc, ByteArray.new("88 B5"))
   crc = crc32c_update(crc, tvb(0, covered):bytes())
-  return bit32.bxor(crc, 0xFFFFFFFF)
+  return bit.bxor(crc, 0xFFFFFFFF)
 end
 
 local function add_flags(tree, tvb)
@@ -162,25 +166,28 @@ end
 
 local function add_crc(tree, tvb, covered)
   local item = tree:add(f.crc, tvb(covered, kCrcBytes))
-  local carried = tvb(covered, kCrcBytes):uint()
-  local computed = frame_crc(tvb, covered)
+  local carried = bit.tobit(tvb(covered, kCrcBytes):uint())
+  local computed = bit.tobit(frame_crc(tvb, covered))
   if carried == computed then
     tree:add(f.crc_status, "good")
   elseif carried == 0 then
-    -- ethx sim leaves the CRC out of frames that never touch a wire (docs/simulator.md).
+    -- ethx sim leaves the CRC out of frames that never touch a wire (docs/simulator.md); on a
+    -- wire a zero CRC would be a frame whose CRC was never filled in: a note, not silence.
     tree:add(f.crc_status, "absent")
+    item:add_proto_expert_info(e_no_crc, "CRC field is 0: a frame of ethx sim, or one whose CRC "
+                                         .. "was never filled in (computed 0x" .. bit.tohex(computed) .. ")")
   else
     tree:add(f.crc_status, "bad")
-    item:add_proto_expert_info(e_bad_crc, string.format("CRC-32C does not match: computed 0x%08x", computed))
+    item:add_proto_expert_info(e_bad_crc, "CRC-32C does not match: computed 0x" .. bit.tohex(computed))
   end
 end
 
 -- "ACK 5", "NAK after 5", with the credits when valid.
 local function control_text(tvb)
   local flags = tvb(1, 1):uint()
-  local text = (bit32.band(flags, 0x04) ~= 0) and "NAK after " or "ACK "
+  local text = (bit.band(flags, 0x04) ~= 0) and "NAK after " or "ACK "
   text = text .. tvb(16, 4):uint()
-  if bit32.band(flags, 0x08) ~= 0 then text = text .. " credits " .. tvb(11, 1):uint() end
+  if bit.band(flags, 0x08) ~= 0 then text = text .. " credits " .. tvb(11, 1):uint() end
   return text
 end
 
@@ -201,14 +208,14 @@ function ethx.dissector(tvb, pinfo, tree)
   local count = tvb(10, 1):uint()
   local route = string.format("GPU %d -> %d", tvb(2, 2):uint(), tvb(4, 2):uint())
   if count == 0 then
-    local nak = bit32.band(tvb(1, 1):uint(), 0x04) ~= 0
+    local nak = bit.band(tvb(1, 1):uint(), 0x04) ~= 0
     root:add(f.kind, nak and "nak" or "ack")
     pinfo.cols.info = route .. " " .. control_text(tvb)
   else
     root:add(f.kind, "transactions")
     local names = add_transactions(root, tvb, count, body_end)
     local seq = ""
-    if bit32.band(tvb(1, 1):uint(), 0x01) ~= 0 then seq = " seq " .. tvb(12, 4):uint() end
+    if bit.band(tvb(1, 1):uint(), 0x01) ~= 0 then seq = " seq " .. tvb(12, 4):uint() end
     pinfo.cols.info = route .. seq .. " " .. names
   end
   add_crc(root, tvb, body_end)
