@@ -15,7 +15,9 @@
 
 namespace ethx {
 
-template <class T>
+// kFirstCapacity (a power of two): the array's size at the first push; a queue that usually
+// holds one or two items (a queue pair's, of which a simulation keeps a million) sets it low.
+template <class T, std::size_t kFirstCapacity = 8>
 class Fifo {
  public:
   bool empty() const { return size_ == 0; }
@@ -39,6 +41,29 @@ class Fifo {
     head_ = (head_ + 1) & mask();
     --size_;
   }
+  // Front to back; invalidated by push_back and pop_front.
+  template <class Owner, class Item>
+  class Iterator {
+   public:
+    Iterator(Owner* fifo, std::size_t index) : fifo_(fifo), index_(index) {}
+    Item& operator*() const { return (*fifo_)[index_]; }
+    Item* operator->() const { return &(*fifo_)[index_]; }
+    Iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return index_ == other.index_; }
+    bool operator!=(const Iterator& other) const { return index_ != other.index_; }
+
+   private:
+    Owner* fifo_;
+    std::size_t index_;
+  };
+  Iterator<Fifo, T> begin() { return {this, 0}; }
+  Iterator<Fifo, T> end() { return {this, size_}; }
+  Iterator<const Fifo, const T> begin() const { return {this, 0}; }
+  Iterator<const Fifo, const T> end() const { return {this, size_}; }
+
   void clear() {
     for (std::size_t index = 0; index < size_; ++index) (*this)[index] = T();
     head_ = 0;
@@ -54,7 +79,7 @@ class Fifo {
     head_ = 0;
   }
 
-  static constexpr std::size_t kFirstCapacity = 8;
+  static_assert((kFirstCapacity & (kFirstCapacity - 1)) == 0 && kFirstCapacity > 0);
   std::vector<T> items_;  // capacity: 0 or a power of two
   std::size_t head_ = 0;
   std::size_t size_ = 0;

@@ -343,12 +343,19 @@ int restart_switch(int argc, char** argv) {
 int sim(int argc, char** argv) {
   ethx::sim::SimOptions options;
   std::uint64_t bytes = 0;
+  std::size_t peers = 0;
   po::options_description description("ethx sim options");
   description.add_options()("help", "show this help")(
       "gpus", po::value(&options.gpus), "number of GPUs, 2-1024 (default: from the topology)")(
+      "engine", po::value(&options.engine)->default_value("load-store"),
+      "load-store | roce (the RoCEv2 engine behind the RDMA NIC model, [rnic])")(
       "workload", po::value(&options.workload)->default_value("all-to-all"),
-      "all-to-all | allreduce-ring | incast | random | load-latency")(
-      "bytes", po::value(&bytes), "bytes per message (default 4096; load-latency 8)")(
+      "all-to-all | allreduce-ring | incast | random | read-latency (= load-latency) | "
+      "write-latency | message-rate")(
+      "bytes", po::value(&bytes),
+      "bytes per message (default 4096; latency and message-rate workloads 8)")(
+      "peers", po::value(&peers),
+      "message-rate: each GPU cycles its operations over the next N GPUs (default: all)")(
       "seed", po::value(&options.seed)->default_value(1), "seed of the random workload")(
       "topology", po::value(&options.topology)->default_value("single"), "single | leaf-spine")(
       "repeat", po::value(&options.repeat)->default_value(1), "run the workload R times")(
@@ -360,6 +367,7 @@ int sim(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, description, vm)) return 0;
   if (vm.count("bytes")) options.bytes = bytes;
+  if (vm.count("peers")) options.peers = peers;
   return ethx::sim::run_sim_command(options);
 }
 

@@ -8,105 +8,11 @@
 #include <toml.hpp>
 
 #include "fabric/config/default_topology_text.hpp"
+#include "fabric/config/table_reader_internal.hpp"
 #include "fabric/config/utf8.hpp"
 
 namespace ethx {
 namespace {
-
-// Reads typed fields of one TOML table and names the field in every error.
-class TableReader {
- public:
-  TableReader(const toml::value& table, std::string path, const std::string& source)
-      : table_(table), path_(std::move(path)), source_(source) {
-    if (!table_.is_table()) fail("", "must be a table");
-  }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& reason) const {
-    std::string field = path_;
-    if (!key.empty()) field += (field.empty() ? "" : ".") + key;
-    throw ConfigError(source_ + ": " + field + ": " + reason);
-  }
-
-  // Rejects keys the format does not know, so a typo is an error instead of a silent default.
-  void allow_only(std::initializer_list<std::string_view> known) const {
-    for (const auto& [key, value] : table_.as_table()) {
-      bool found = false;
-      for (auto name : known) found = found || name == key;
-      if (!found) fail(key, "unknown key");
-    }
-  }
-
-  bool has(const std::string& key) const { return table_.as_table().count(key) != 0; }
-
-  std::uint64_t unsigned_field(const std::string& key, std::uint64_t fallback, std::uint64_t min,
-                               std::uint64_t max) const {
-    if (!has(key)) return fallback;
-    const toml::value& value = table_.as_table().at(key);
-    if (!value.is_integer()) fail(key, "must be an integer");
-    const std::int64_t number = value.as_integer();
-    if (number < 0 || static_cast<std::uint64_t>(number) < min ||
-        static_cast<std::uint64_t>(number) > max) {
-      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                    " (got " + std::to_string(number) + ")");
-    }
-    return static_cast<std::uint64_t>(number);
-  }
-
-  double double_field(const std::string& key, double fallback, double min, double max) const {
-    if (!has(key)) return fallback;
-    const toml::value& value = table_.as_table().at(key);
-    double number = 0;
-    if (value.is_floating()) {
-      number = value.as_floating();
-    } else if (value.is_integer()) {
-      number = static_cast<double>(value.as_integer());
-    } else {
-      fail(key, "must be a number");
-    }
-    if (!(number >= min && number <= max)) {
-      std::ostringstream reason;
-      reason << "must be between " << min << " and " << max << " (got " << number << ")";
-      fail(key, reason.str());
-    }
-    return number;
-  }
-
-  bool bool_field(const std::string& key, bool fallback) const {
-    if (!has(key)) return fallback;
-    const toml::value& value = table_.as_table().at(key);
-    if (!value.is_boolean()) fail(key, "must be true or false");
-    return value.as_boolean();
-  }
-
-  std::string string_field(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    const toml::value& value = table_.as_table().at(key);
-    if (!value.is_string()) fail(key, "must be a string");
-    return value.as_string().str;
-  }
-
-  Rights rights_field(const std::string& key, Rights fallback) const {
-    if (!has(key)) return fallback;
-    Rights rights = kRightNone;
-    if (!parse_rights(string_field(key, ""), rights)) {
-      fail(key, "must be a subset of \"rwa\" (read, write, atomic)");
-    }
-    return rights;
-  }
-
-  MacAddr mac_field(const std::string& key, MacAddr fallback) const {
-    if (!has(key)) return fallback;
-    auto mac = MacAddr::parse(string_field(key, ""));
-    if (!mac) fail(key, "must be a MAC address like \"02:e7:68:00:00:01\"");
-    if (mac->is_multicast()) fail(key, "must be a unicast MAC address");
-    return *mac;
-  }
-
- private:
-  const toml::value& table_;
-  std::string path_;
-  const std::string& source_;
-};
 
 const toml::value* find_child(const toml::value& root, const std::string& key) {
   const auto& table = root.as_table();
@@ -417,8 +323,8 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
     throw ConfigError(source_name + ": not valid TOML: " + error.what());
   }
   TableReader top(root, "", source_name);
-  top.allow_only(
-      {"fabric", "switch", "link", "sim", "gpu", "window", "fault", "reliability", "liveness"});
+  top.allow_only({"fabric", "switch", "link", "sim", "rnic", "gpu", "window", "fault",
+                  "reliability", "liveness"});
   TopologyConfig config;
   std::vector<std::pair<GpuId, GpuConfig>> overrides;
   if (const auto* node = find_child(root, "fabric")) read_fabric(*node, source_name, config);
@@ -429,6 +335,7 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
   if (const auto* node = find_child(root, "liveness")) read_liveness(*node, source_name, config);
   if (const auto* node = find_child(root, "link")) read_link(*node, source_name, config);
   if (const auto* node = find_child(root, "sim")) read_sim(*node, source_name, config);
+  if (const auto* node = find_child(root, "rnic")) read_rnic(*node, source_name, config.rnic);
   if (const auto* node = find_child(root, "gpu")) read_gpus(*node, source_name, config, overrides);
   if (const auto* node = find_child(root, "fault")) read_faults(*node, source_name, config);
   if (const auto* node = find_child(root, "window")) read_windows(*node, source_name, config);

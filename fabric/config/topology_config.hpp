@@ -11,6 +11,7 @@
 #include "address-map/address_map.hpp"
 #include "address-map/config_error.hpp"
 #include "address-map/fabric_types.hpp"
+#include "fabric/config/rnic_config.hpp"
 #include "packet-engine/engine_config.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "switch/core/switch_core.hpp"
@@ -60,6 +61,8 @@ struct TopologyConfig {
   // as on a wire (wire::Crc). Off, frames the corrupt fault damages still are. Not a model
   // parameter: it changes no result, only the cost (docs/simulator.md, "The CRC").
   bool sim_crc = false;
+  // [rnic]: the RDMA NIC of `ethx sim --engine roce` (rnic_config.hpp).
+  RnicConfig rnic;
 
   // [reliability]: go-back-N for load/store frames (docs/reliability.md).
   ReliabilityConfig reliability;

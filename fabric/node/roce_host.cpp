@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fabric/node/roce_addressing.hpp"
+#include "packet-engine/roce/roce_addressing.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 
 namespace ethx {

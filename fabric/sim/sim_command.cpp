@@ -10,53 +10,82 @@
 
 namespace ethx::sim {
 
+SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
+  SimFabric fabric(config, request.topology, request.engine);
+  fabric.schedule_link_faults(request.link_faults);
+  WorkloadParams params;
+  params.gpus = config.gpu_count;
+  params.bytes = request.bytes;
+  params.seed = request.seed;
+  params.repeat = request.repeat;
+  params.peers = request.peers;
+  params.hbm_bytes = config.hbm_bytes;
+  params.max_op_bytes = fabric.max_op_bytes();
+  const auto traffic = make_workload(request.workload, params);
+  SimReport report = fabric.run(*traffic);
+  report.engine = to_string(request.engine);
+  report.topology = to_string(request.topology);
+  report.workload = to_string(request.workload);
+  if (request.workload == WorkloadKind::kMessageRate) {
+    report.peers = request.peers == 0 ? config.gpu_count - 1 : request.peers;
+  }
+  report.bytes = request.bytes;
+  report.seed = request.seed;
+  report.repeat = request.repeat;
+  return report;
+}
+
 SimReport simulate(const TopologyConfig& config, TopologyKind topology, WorkloadKind workload,
                    std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat,
                    const std::vector<LinkFault>& link_faults) {
-  SimFabric fabric(config, topology);
-  fabric.schedule_link_faults(link_faults);
-  WorkloadParams params;
-  params.gpus = config.gpu_count;
-  params.bytes = bytes;
-  params.seed = seed;
-  params.repeat = repeat;
-  params.hbm_bytes = config.hbm_bytes;
-  params.max_op_bytes = fabric.max_op_bytes();
-  const auto traffic = make_workload(workload, params);
-  SimReport report = fabric.run(*traffic);
-  report.topology = to_string(topology);
-  report.workload = to_string(workload);
-  report.bytes = bytes;
-  report.seed = seed;
-  report.repeat = repeat;
-  return report;
+  SimRequest request;
+  request.topology = topology;
+  request.workload = workload;
+  request.bytes = bytes;
+  request.seed = seed;
+  request.repeat = repeat;
+  request.link_faults = link_faults;
+  return simulate(config, request);
 }
 
 namespace {
 
-int run(const SimOptions& options) {
-  TopologyKind topology = TopologyKind::kSingle;
-  if (!parse_topology_kind(options.topology, topology)) {
+SimRequest parse_request(const SimOptions& options, const TopologyConfig& config) {
+  SimRequest request;
+  if (!parse_topology_kind(options.topology, request.topology)) {
     throw std::invalid_argument("--topology must be single or leaf-spine (got \"" +
                                 options.topology + "\")");
   }
-  WorkloadKind workload = WorkloadKind::kAllToAll;
-  if (!parse_workload_kind(options.workload, workload)) {
-    throw std::invalid_argument(
-        "--workload must be all-to-all, allreduce-ring, incast, random or load-latency (got \"" +
-        options.workload + "\")");
+  if (!parse_workload_kind(options.workload, request.workload)) {
+    throw std::invalid_argument("--workload must be one of " + workload_names() + " (got \"" +
+                                options.workload + "\")");
   }
+  if (!parse_sim_engine(options.engine, request.engine)) {
+    throw std::invalid_argument("--engine must be load-store or roce (got \"" + options.engine +
+                                "\")");
+  }
+  if (options.peers && request.workload != WorkloadKind::kMessageRate) {
+    throw std::invalid_argument("--peers applies to --workload message-rate only");
+  }
+  if (options.peers && *options.peers == 0)
+    throw std::invalid_argument("--peers must be at least 1");
+  request.peers = options.peers.value_or(0);
+  request.bytes = options.bytes.value_or(default_bytes(request.workload));
+  request.seed = options.seed;
+  request.repeat = options.repeat;
+  request.link_faults = parse_link_faults(options.link_down, config.gpu_count);
+  return request;
+}
+
+int run(const SimOptions& options) {
   TopologyConfig config = load_topology(options.config_path, options.gpus);
-  const std::uint64_t bytes =
-      options.bytes.value_or(workload == WorkloadKind::kLoadLatency ? 8 : 4096);
-  const std::vector<LinkFault> link_faults = parse_link_faults(options.link_down, config.gpu_count);
+  const SimRequest request = parse_request(options, config);
 
   // Frames in flight take up to about 1 MiB per GPU (a requester's 256 tags of 1.5 KB frames
   // queued at its NIC, twice over for what the engines and the spare pool keep).
   grow_heap_with_huge_pages(std::clamp<std::size_t>(config.gpu_count << 20, 64 << 20, 2ull << 30));
   const auto start = std::chrono::steady_clock::now();
-  const SimReport report =
-      simulate(config, topology, workload, bytes, options.seed, options.repeat, link_faults);
+  const SimReport report = simulate(config, request);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabric/config/topology_config.hpp"
+#include "fabric/sim/sim_fabric.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_topology.hpp"
@@ -17,8 +18,10 @@ namespace ethx::sim {
 
 struct SimOptions {
   std::size_t gpus = 0;  // 0: from the config
+  std::string engine = "load-store";
   std::string workload = "all-to-all";
-  std::optional<std::uint64_t> bytes;  // default 4096 (8 for load-latency)
+  std::optional<std::uint64_t> bytes;  // default: default_bytes(workload)
+  std::optional<std::size_t> peers;    // message-rate only
   std::uint64_t seed = 1;
   std::string topology = "single";
   std::uint64_t repeat = 1;
@@ -27,8 +30,22 @@ struct SimOptions {
   std::vector<std::string> link_down;  // --link-down GPU@TIME_NS[-UNTIL_NS], repeatable
 };
 
-// Runs one simulation of an already loaded config, with `link_faults` scheduled; throws
-// std::invalid_argument on bad options.
+// One run of the simulator, as the options describe it once parsed.
+struct SimRequest {
+  TopologyKind topology = TopologyKind::kSingle;
+  WorkloadKind workload = WorkloadKind::kAllToAll;
+  SimEngine engine = SimEngine::kLoadStore;
+  std::uint64_t bytes = 4096;
+  std::uint64_t seed = 1;
+  std::uint64_t repeat = 1;
+  std::size_t peers = 0;  // message-rate: 0 is every other GPU
+  std::vector<LinkFault> link_faults;
+};
+
+// Runs one simulation of an already loaded config; throws std::invalid_argument on bad
+// options.
+SimReport simulate(const TopologyConfig& config, const SimRequest& request);
+// The load/store engine, without peers.
 SimReport simulate(const TopologyConfig& config, TopologyKind topology, WorkloadKind workload,
                    std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat,
                    const std::vector<LinkFault>& link_faults = {});

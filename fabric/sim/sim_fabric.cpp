@@ -18,18 +18,6 @@ constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
 // transaction headers.
 constexpr std::size_t kHeaderHintBytes = 256;
 
-enum EventKind : std::uint32_t {
-  kIssue,    // target GPU: hand the next decided operation to the engine
-  kTxDone,   // target link: the wire is free and a frame is waiting
-  kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
-  // target GPU, arg the frame's slot: hand the first frame of its FIFO over
-  kDeliverResponses,  // FIFO 0: frames with only responses
-  kDeliverRequests,   // FIFO 1: frames with requests, handed over when the completer is done
-  kWake,              // target GPU: the engine asked to be polled (timeouts)
-  kRelease,           // target switch: frames a delay spike held may move on
-  kLinkFault,         // target GPU, arg 1 down / 0 up: its switch port's link state changes
-};
-
 // Request transactions in a frame, read from the headers without checking the CRC (the
 // endpoint validates the frame when it is delivered). 0 for anything that does not parse.
 std::size_t count_requests(std::span<const std::byte> frame) {
@@ -54,8 +42,23 @@ std::size_t count_requests(std::span<const std::byte> frame) {
 
 }  // namespace
 
-SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
+const char* to_string(SimEngine engine) {
+  return engine == SimEngine::kRoce ? "roce" : "load-store";
+}
+
+bool parse_sim_engine(const std::string& text, SimEngine& out) {
+  for (SimEngine engine : {SimEngine::kLoadStore, SimEngine::kRoce}) {
+    if (text == to_string(engine)) {
+      out = engine;
+      return true;
+    }
+  }
+  return false;
+}
+
+SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine engine)
     : config_(config),
+      engine_(engine),
       topology_(build_topology(config, kind)),
       memory_(config.hbm_bytes),
       links_(topology_.links),
@@ -65,11 +68,13 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind)
   gpus_.reserve(config.gpu_count);
   for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
     Gpu& state = gpus_.emplace_back();
-    EngineConfig engine = config.engine_config(static_cast<GpuId>(gpu));
-    engine.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
-    state.endpoint = std::make_unique<Endpoint>(std::move(engine), memory_.bytes());
     state.ops.resize(2 * std::size_t{config.max_outstanding});
+    if (engine_ != SimEngine::kLoadStore) continue;
+    EngineConfig engine_config = config.engine_config(static_cast<GpuId>(gpu));
+    engine_config.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
+    state.endpoint = std::make_unique<Endpoint>(std::move(engine_config), memory_.bytes());
   }
+  if (engine_ == SimEngine::kRoce) add_roce_gpus();
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
   }
@@ -175,7 +180,11 @@ void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
     r.link_wire_bytes += link.wire_bytes_sent;
   }
   add_switch_reports();
-  add_liveness_report();
+  if (engine_ == SimEngine::kRoce) {
+    add_nic_report();
+  } else {
+    add_liveness_report();
+  }
 }
 
 void SimFabric::add_switch_reports() {
@@ -242,7 +251,11 @@ void SimFabric::prefetch(const Event& event) const {
 void SimFabric::dispatch(const Event& event) {
   switch (event.kind) {
     case kIssue:
-      on_issue(static_cast<GpuId>(event.target));
+      if (engine_ == SimEngine::kRoce) {
+        on_issue_roce(static_cast<GpuId>(event.target));
+      } else {
+        on_issue(static_cast<GpuId>(event.target));
+      }
       break;
     case kTxDone:
       on_tx_done(event.target);
@@ -263,6 +276,18 @@ void SimFabric::dispatch(const Event& event) {
     case kLinkFault:
       on_link_fault(static_cast<GpuId>(event.target), event.arg != 0);
       break;
+    case kRoceSend:
+      on_roce_send(static_cast<GpuId>(event.target));
+      break;
+    case kRoceArrival:
+      on_roce_arrival(static_cast<GpuId>(event.target));
+      break;
+    case kRoceProcessed:
+      on_roce_processed(static_cast<GpuId>(event.target));
+      break;
+    case kRoceCompletion:
+      on_roce_completion(static_cast<GpuId>(event.target));
+      break;
     default:
       break;
   }
@@ -271,6 +296,10 @@ void SimFabric::dispatch(const Event& event) {
 // Decides every operation the GPU may start now (tags permitting) and queues each behind the
 // issue pipeline.
 void SimFabric::try_issue(GpuId gpu) {
+  if (engine_ == SimEngine::kRoce) {
+    try_issue_roce(gpu);
+    return;
+  }
   Gpu& state = gpus_[gpu];
   Requester& requester = state.endpoint->requester();
   OpSpec op;
@@ -318,14 +347,7 @@ void SimFabric::after_engine(GpuId gpu) {
     slots_[slot].swap(frame);
     launch(uplink, slot, std::max(now_, links_[uplink].free_at));
   }
-  if (effects_.wake_at) {
-    const TimePs wake_ps = *effects_.wake_at * kPsPerNs;
-    if (wake_ps < state.wake_pending) {
-      state.wake_pending = std::max(wake_ps, now_);
-      queue_.push(state.wake_pending, kWake, gpu);
-      ++timers_pending_;
-    }
-  }
+  schedule_wake(gpu);
   effects_.clear();
 
   Requester& requester = state.endpoint->requester();
@@ -343,6 +365,17 @@ void SimFabric::after_engine(GpuId gpu) {
   try_issue(gpu);
   for (GpuId other : others) {
     if (other != gpu) try_issue(other);
+  }
+}
+
+void SimFabric::schedule_wake(GpuId gpu) {
+  if (!effects_.wake_at) return;
+  Gpu& state = gpus_[gpu];
+  const TimePs wake_ps = *effects_.wake_at * kPsPerNs;
+  if (wake_ps < state.wake_pending) {
+    state.wake_pending = std::max(wake_ps, now_);
+    queue_.push(state.wake_pending, kWake, gpu);
+    ++timers_pending_;
   }
 }
 
@@ -408,7 +441,11 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
   ++link.frames_sent;
   link.wire_bytes_sent += wire::wire_bytes(frame.size());
   const TimePs arrival = done + link.delay_ps;
-  if (link.to.kind == NodeKind::kGpu) {
+  if (link.to.kind == NodeKind::kGpu && engine_ == SimEngine::kRoce) {
+    auto& arriving = gpus_[link.to.node].roce->arriving;
+    arriving.push_back(RoceGpu::Received{arrival, slot, 0});
+    if (arriving.size() == 1) queue_.push(arrival, kRoceArrival, link.to.node, slot);
+  } else if (link.to.kind == NodeKind::kGpu) {
     // Everything for a GPU arrives over this one link, in transmission order, so its
     // completer's queue can be worked out now: one event per frame instead of two.
     // Frames with requests are handed over in completer order, frames with only responses
@@ -506,6 +543,11 @@ void SimFabric::on_wake(GpuId gpu) {
   if (now_ != state.wake_pending) return;  // superseded by an earlier wake-up
   state.wake_pending = UINT64_MAX;
   effects_.clear();
+  if (engine_ == SimEngine::kRoce) {
+    state.roce->node.poll(now_ns(), effects_);
+    after_roce(gpu);
+    return;
+  }
   state.endpoint->poll(now_ns(), effects_);
   after_engine(gpu);
 }

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fabric/config/topology_config.hpp"
@@ -28,6 +29,7 @@
 #include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_op_records.hpp"
 #include "fabric/sim/sim_report.hpp"
+#include "fabric/sim/sim_roce.hpp"
 #include "fabric/sim/sim_topology.hpp"
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
@@ -36,9 +38,16 @@
 
 namespace ethx::sim {
 
+// What each GPU's engine is: load/store (ethx::Endpoint) or RDMA (the RoCEv2 engine behind the
+// RDMA NIC model, sim_roce.hpp).
+enum class SimEngine : std::uint8_t { kLoadStore, kRoce };
+const char* to_string(SimEngine engine);
+bool parse_sim_engine(const std::string& text, SimEngine& out);
+
 class SimFabric {
  public:
-  SimFabric(const TopologyConfig& config, TopologyKind kind);
+  SimFabric(const TopologyConfig& config, TopologyKind kind,
+            SimEngine engine = SimEngine::kLoadStore);
   ~SimFabric();
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
@@ -63,10 +72,28 @@ class SimFabric {
   std::uint32_t max_op_bytes() const;
 
   const SimTopology& topology() const { return topology_; }
+  // Precondition: the load/store engine.
   Endpoint& endpoint(GpuId gpu) { return *gpus_[gpu].endpoint; }
   const SwitchCore& switch_core(std::size_t index) const { return *switches_[index]; }
 
  private:
+  enum EventKind : std::uint32_t {
+    kIssue,    // target GPU: hand the next decided operation to the engine
+    kTxDone,   // target link: the wire is free and a frame is waiting
+    kArrival,  // target link, arg its first in-flight frame's slot: the frame reached the switch
+    // target GPU, arg the frame's slot: hand the first frame of its FIFO over
+    kDeliverResponses,  // FIFO 0: frames with only responses
+    kDeliverRequests,   // FIFO 1: frames with requests, handed over when the completer is done
+    kWake,              // target GPU: the engine asked to be polled (timeouts)
+    kRelease,           // target switch: frames a delay spike held may move on
+    kLinkFault,         // target GPU, arg 1 down / 0 up: its switch port's link state changes
+    // --engine roce, target GPU, each the head of its FIFO in RoceGpu:
+    kRoceSend,        // the NIC has processed a send WQE: ring the engine's doorbell
+    kRoceArrival,     // a packet reached the NIC
+    kRoceProcessed,   // the NIC has processed a received packet: hand it to the engine
+    kRoceCompletion,  // the GPU sees a CQE
+  };
+
   struct PendingIssue {
     OpSpec op;
     std::size_t tags = 0;
@@ -74,9 +101,10 @@ class SimFabric {
     TimePs handed_ps = 0;  // when the issue pipeline hands it to the engine
   };
   struct Gpu {
-    std::unique_ptr<Endpoint> endpoint;
-    Fifo<PendingIssue> issuing;      // decided, not yet handed to the engine
-    std::size_t tags_committed = 0;  // tags the `issuing` operations will take
+    std::unique_ptr<Endpoint> endpoint;  // load/store
+    std::unique_ptr<RoceGpu> roce;       // RDMA
+    Fifo<PendingIssue> issuing;          // decided, not yet handed to the engine
+    std::size_t tags_committed = 0;      // tags the `issuing` operations will take
     TimePs issue_busy_until = 0;
     TimePs completer_busy_until = 0;
     // Frames arrived (or arriving), waiting to be handed to the endpoint: [0] only responses
@@ -97,6 +125,20 @@ class SimFabric {
   void on_arrival(std::uint32_t link_index, std::uint32_t slot);
   void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);
   void on_wake(GpuId gpu);
+  // An endpoint call asked to be polled: schedules the wake-up unless one comes earlier.
+  void schedule_wake(GpuId gpu);
+
+  // --engine roce (sim_roce.cpp).
+  void add_roce_gpus();
+  roce::QpNum roce_qp(GpuId gpu, GpuId peer);
+  void try_issue_roce(GpuId gpu);
+  void on_issue_roce(GpuId gpu);
+  void on_roce_send(GpuId gpu);
+  void on_roce_arrival(GpuId gpu);
+  void on_roce_processed(GpuId gpu);
+  void on_roce_completion(GpuId gpu);
+  void after_roce(GpuId gpu);
+  void add_nic_report();
   // --link-down: GPU `gpu`'s switch port goes down (or comes back up).
   void on_link_fault(GpuId gpu, bool down);
   // Delay spikes (switch_core.hpp): forwards what switch `sw` held until now.
@@ -126,6 +168,7 @@ class SimFabric {
   TimeNs now_ns() const { return now_ / kPsPerNs; }
 
   const TopologyConfig& config_;
+  SimEngine engine_;
   SimTopology topology_;
   // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
   // time, not contents (nothing reads a value back to decide anything), so it keeps one

@@ -13,6 +13,13 @@ double SimReport::bandwidth_gbps() const {
   return static_cast<double>(payload_bytes) * 8.0 * 1000.0 / static_cast<double>(makespan_ps);
 }
 
+double SimReport::message_rate_mops() const {
+  if (makespan_ps == 0 || gpus == 0) return 0.0;
+  // ops per ps x 1e6 = ops per us = Mops.
+  return static_cast<double>(ops_ok) * 1e6 / static_cast<double>(makespan_ps) /
+         static_cast<double>(gpus);
+}
+
 namespace {
 
 // Nearest rank, 1-based, of percentile p among `count` values (count > 0).
@@ -82,6 +89,35 @@ nlohmann::ordered_json liveness_json(const LivenessReport& l) {
           {"first_up_ns", optional_ns(l.first_up_ps)}};
 }
 
+nlohmann::ordered_json nic_json(const std::optional<NicReport>& nic) {
+  if (!nic) return nullptr;
+  const RnicCounters& c = nic->counters;
+  const auto rate = [](std::uint64_t misses, std::uint64_t hits) {
+    return misses + hits == 0 ? 0.0
+                              : static_cast<double>(misses) / static_cast<double>(misses + hits);
+  };
+  return {{"doorbells", c.doorbells},
+          {"wqe_fetches", c.wqe_fetches},
+          {"dma_reads", c.dma_reads},
+          {"dma_writes", c.dma_writes},
+          {"cqes", c.cqes},
+          {"packets", c.packets},
+          {"qpc_hits", c.qpc_hits},
+          {"qpc_misses", c.qpc_misses},
+          {"qpc_miss_rate", rate(c.qpc_misses, c.qpc_hits)},
+          {"mpt_hits", c.mpt_hits},
+          {"mpt_misses", c.mpt_misses},
+          {"mtt_hits", c.mtt_hits},
+          {"mtt_misses", c.mtt_misses},
+          {"pcie_bytes", c.pcie_bytes_to_nic + c.pcie_bytes_to_host},
+          {"pcie_bytes_to_nic", c.pcie_bytes_to_nic},
+          {"pcie_bytes_to_host", c.pcie_bytes_to_host},
+          {"unit_busy_ns", ns(c.unit_busy_ps)},
+          {"qps", nic->qps},
+          {"max_qps_per_gpu", nic->max_qps_per_gpu},
+          {"connection_state_bytes_per_gpu", nic->connection_state_bytes_per_gpu}};
+}
+
 // " (first at 12.345 ns)", or nothing when it never happened.
 std::string first_at(const std::optional<std::uint64_t>& ps) {
   if (!ps) return "";
@@ -104,6 +140,17 @@ void add_faults_and_liveness(std::string& text, const SimReport& r) {
       "", u(l.ops_fast_failed), u(l.posted_writes_dropped), u(l.probes_sent), u(l.probes_answered));
 }
 
+void add_nic(std::string& text, const NicReport& nic) {
+  const RnicCounters& c = nic.counters;
+  add(text, "%-22s %llu doorbells, %llu WQE fetches, %llu DMA reads, %llu DMA writes, %llu CQEs\n",
+      "RDMA NICs", u(c.doorbells), u(c.wqe_fetches), u(c.dma_reads), u(c.dma_writes), u(c.cqes));
+  add(text, "%-22s QPC %llu hits %llu misses, MPT %llu / %llu, MTT %llu / %llu, PCIe %llu B\n", "",
+      u(c.qpc_hits), u(c.qpc_misses), u(c.mpt_hits), u(c.mpt_misses), u(c.mtt_hits),
+      u(c.mtt_misses), u(c.pcie_bytes_to_nic + c.pcie_bytes_to_host));
+  add(text, "%-22s %llu QPs (at most %llu per GPU), %llu B of QP state per GPU\n", "connections",
+      u(nic.qps), u(nic.max_qps_per_gpu), u(nic.connection_state_bytes_per_gpu));
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_json(const SimReport& r) {
@@ -119,8 +166,10 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   }
   nlohmann::ordered_json out;
   out["gpus"] = r.gpus;
+  out["engine"] = r.engine;
   out["topology"] = r.topology;
   out["workload"] = r.workload;
+  out["peers"] = r.peers == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.peers);
   out["bytes"] = r.bytes;
   out["seed"] = r.seed;
   out["repeat"] = r.repeat;
@@ -142,6 +191,7 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   out["makespan_ns"] = ns(r.makespan_ps);
   out["payload_bytes"] = r.payload_bytes;
   out["bandwidth_gbps"] = r.bandwidth_gbps();
+  out["message_rate_mops"] = r.message_rate_mops();
   out["frames_delivered"] = r.frames_delivered;
   out["link_frames"] = r.link_frames;
   out["link_wire_bytes"] = r.link_wire_bytes;
@@ -154,13 +204,16 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   for (const SwitchReport& s : r.switches) deepest = std::max(deepest, s.max_queue_bytes);
   out["max_queue_bytes"] = deepest;
   out["switches"] = std::move(switches);
+  out["nic"] = nic_json(r.nic);
   return out;
 }
 
 std::string format_table(const SimReport& r) {
   std::string text;
-  add(text, "ethx sim: %llu GPUs, %s, %s, %llu B, seed %llu, repeat %llu (modelled time)\n\n",
-      u(r.gpus), r.topology.c_str(), r.workload.c_str(), u(r.bytes), u(r.seed), u(r.repeat));
+  add(text,
+      "ethx sim: %llu GPUs, %s engine, %s, %s, %llu B, seed %llu, repeat %llu (modelled time)\n\n",
+      u(r.gpus), r.engine.c_str(), r.topology.c_str(), r.workload.c_str(), u(r.bytes), u(r.seed),
+      u(r.repeat));
   add(text, "%-22s %llu ok, %llu failed (%llu timeouts, %llu unreachable)%s\n", "operations",
       u(r.ops_ok), u(r.ops_failed), u(r.timeouts), u(r.unreachable),
       r.complete ? "" : ", WORKLOAD INCOMPLETE");
@@ -169,11 +222,16 @@ std::string format_table(const SimReport& r) {
   add(text, "%-22s %.3f\n", "makespan ns", ns(r.makespan_ps));
   add(text, "%-22s %llu B, %.2f Gbit/s aggregate\n", "payload", u(r.payload_bytes),
       r.bandwidth_gbps());
+  add(text, "%-22s %.3f Mops per GPU\n", "message rate", r.message_rate_mops());
   add(text, "%-22s %llu to GPUs, %llu link transmissions, %llu wire bytes\n", "frames",
       u(r.frames_delivered), u(r.link_frames), u(r.link_wire_bytes));
   add(text, "%-22s %llu (queue full %llu, link down %llu)\n", "switch drops", u(r.drops),
       u(r.drops_queue_full), u(r.drops_link_down));
-  add_faults_and_liveness(text, r);
+  if (r.nic) {
+    add_nic(text, *r.nic);
+  } else {
+    add_faults_and_liveness(text, r);
+  }
   add(text, "%-22s %llu\n", "events", u(r.events));
   add(text, "\n%-10s %6s %14s %14s %14s %10s\n", "switch", "ports", "rx frames", "tx frames",
       "max queue B", "drops");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/sim/rnic_model.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
 
 namespace ethx::sim {
@@ -35,11 +36,22 @@ struct LivenessReport {
   std::optional<std::uint64_t> first_up_ps;    // a requester first marked a peer up again
 };
 
+// --engine roce: the RDMA NICs' counters summed over every GPU, and the connection state.
+struct NicReport {
+  RnicCounters counters;
+  std::uint64_t qps = 0;              // queue pairs over all GPUs
+  std::uint64_t max_qps_per_gpu = 0;  // the most any one GPU holds
+  // The RoCE engine's QP state (RoceNode::total_qp_state_bytes) per GPU, averaged.
+  std::uint64_t connection_state_bytes_per_gpu = 0;
+};
+
 struct SimReport {
   // What ran.
   std::uint64_t gpus = 0;
+  std::string engine = "load-store";
   std::string topology;
   std::string workload;
+  std::uint64_t peers = 0;  // message-rate: peers each GPU cycles through (0: not used)
   std::uint64_t bytes = 0;
   std::uint64_t seed = 0;
   std::uint64_t repeat = 0;
@@ -72,8 +84,11 @@ struct SimReport {
   std::uint64_t drops_link_down = 0;  // frames lost at a port that was down
   LivenessReport liveness;
   std::vector<SwitchReport> switches;
+  std::optional<NicReport> nic;  // --engine roce
 
   double bandwidth_gbps() const;  // payload bits / makespan
+  // Operations per GPU per microsecond of makespan (successful ones), averaged over the GPUs.
+  double message_rate_mops() const;
 };
 
 // Nearest-rank percentile (p in (0, 100]) of sorted values; 0 for none.

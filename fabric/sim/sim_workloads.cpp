@@ -17,20 +17,52 @@ const char* to_string(WorkloadKind kind) {
       return "random";
     case WorkloadKind::kLoadLatency:
       return "load-latency";
+    case WorkloadKind::kReadLatency:
+      return "read-latency";
+    case WorkloadKind::kWriteLatency:
+      return "write-latency";
+    case WorkloadKind::kMessageRate:
+      return "message-rate";
   }
   return "unknown";
 }
 
+namespace {
+
+constexpr WorkloadKind kEveryWorkload[] = {
+    WorkloadKind::kAllToAll,     WorkloadKind::kAllReduceRing, WorkloadKind::kIncast,
+    WorkloadKind::kRandom,       WorkloadKind::kLoadLatency,   WorkloadKind::kReadLatency,
+    WorkloadKind::kWriteLatency, WorkloadKind::kMessageRate};
+
+}  // namespace
+
 bool parse_workload_kind(const std::string& text, WorkloadKind& out) {
-  for (WorkloadKind kind :
-       {WorkloadKind::kAllToAll, WorkloadKind::kAllReduceRing, WorkloadKind::kIncast,
-        WorkloadKind::kRandom, WorkloadKind::kLoadLatency}) {
+  for (WorkloadKind kind : kEveryWorkload) {
     if (text == to_string(kind)) {
       out = kind;
       return true;
     }
   }
   return false;
+}
+
+std::string workload_names() {
+  std::string names;
+  for (WorkloadKind kind : kEveryWorkload)
+    names += (names.empty() ? "" : ", ") + std::string(to_string(kind));
+  return names;
+}
+
+std::uint64_t default_bytes(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kLoadLatency:
+    case WorkloadKind::kReadLatency:
+    case WorkloadKind::kWriteLatency:
+    case WorkloadKind::kMessageRate:
+      return 8;
+    default:
+      return 4096;
+  }
 }
 
 namespace {
@@ -83,6 +115,8 @@ class ListWorkload : public Workload {
       state.rng = params.seed * 0x100000001B3ull + gpu;
       if (kind == WorkloadKind::kIncast) {
         state.messages = gpu == 0 ? 0 : params.repeat;
+      } else if (kind == WorkloadKind::kMessageRate) {
+        state.messages = params.repeat * kMessagesPerRepeat;
       } else {
         state.messages = params.repeat * (params.gpus - 1);
       }
@@ -127,6 +161,9 @@ class ListWorkload : public Workload {
     switch (kind_) {
       case WorkloadKind::kIncast:
         dst = 0;
+        break;
+      case WorkloadKind::kMessageRate:  // round robin over the next `peers` GPUs
+        dst = static_cast<GpuId>((gpu + 1 + state.started % params_.peers) % n);
         break;
       case WorkloadKind::kRandom:
         // Uniform over the n - 1 other GPUs (the bias of a 64-bit modulo is negligible).
@@ -204,15 +241,15 @@ class RingWorkload : public Workload {
   std::vector<Cursor> cursors_;
 };
 
-// Loads from GPU 0 to GPU 1, one at a time, on an otherwise idle fabric.
-class LoadLatencyWorkload : public Workload {
+// Reads (loads) or writes from GPU 0 to GPU 1, one at a time, on an otherwise idle fabric.
+class LatencyWorkload : public Workload {
  public:
-  explicit LoadLatencyWorkload(const WorkloadParams& params)
-      : params_(params), total_(kLoadsPerRepeat * params.repeat) {}
+  LatencyWorkload(const WorkloadParams& params, bool read)
+      : params_(params), total_(kLoadsPerRepeat * params.repeat), read_(read) {}
 
   bool peek(GpuId gpu, OpSpec& op) override {
     if (gpu != 0 || outstanding_ || issued_ == total_) return false;
-    op = OpSpec{true, 1, 0, static_cast<std::uint32_t>(params_.bytes)};
+    op = OpSpec{read_, 1, 0, static_cast<std::uint32_t>(params_.bytes)};
     return true;
   }
   void issued(GpuId) override {
@@ -230,6 +267,7 @@ class LoadLatencyWorkload : public Workload {
   std::uint64_t total_;
   std::uint64_t issued_ = 0;
   std::uint64_t completed_ = 0;
+  bool read_;
   bool outstanding_ = false;
 };
 
@@ -245,15 +283,27 @@ std::unique_ptr<Workload> make_workload(WorkloadKind kind, const WorkloadParams&
   }
   if (params.repeat == 0) throw std::invalid_argument("--repeat must be at least 1");
   if (params.max_op_bytes == 0) throw std::invalid_argument("max_op_bytes must be positive");
+  if (params.peers >= params.gpus) {
+    throw std::invalid_argument("--peers must be at most the GPUs less one (" +
+                                std::to_string(params.gpus - 1) + ")");
+  }
   switch (kind) {
     case WorkloadKind::kAllReduceRing:
       return std::make_unique<RingWorkload>(params);
     case WorkloadKind::kLoadLatency:
+    case WorkloadKind::kReadLatency:
+    case WorkloadKind::kWriteLatency:
       if (params.bytes > params.max_op_bytes) {
-        throw std::invalid_argument("load-latency: --bytes must fit one read operation (" +
+        throw std::invalid_argument(std::string(to_string(kind)) +
+                                    ": --bytes must fit one operation (" +
                                     std::to_string(params.max_op_bytes) + " B)");
       }
-      return std::make_unique<LoadLatencyWorkload>(params);
+      return std::make_unique<LatencyWorkload>(params, kind != WorkloadKind::kWriteLatency);
+    case WorkloadKind::kMessageRate: {
+      WorkloadParams rate = params;
+      if (rate.peers == 0) rate.peers = params.gpus - 1;
+      return std::make_unique<ListWorkload>(kind, rate);
+    }
     default:
       return std::make_unique<ListWorkload>(kind, params);
   }

@@ -18,10 +18,17 @@ enum class WorkloadKind : std::uint8_t {
   kAllReduceRing,
   kIncast,
   kRandom,
-  kLoadLatency
+  kLoadLatency,  // = read-latency, under its first name
+  kReadLatency,
+  kWriteLatency,
+  kMessageRate
 };
 const char* to_string(WorkloadKind kind);
 bool parse_workload_kind(const std::string& text, WorkloadKind& out);
+// Every workload name, for messages: "all-to-all, allreduce-ring, ...".
+std::string workload_names();
+// The default --bytes: 8 for the latency and message-rate workloads, 4096 for the others.
+std::uint64_t default_bytes(WorkloadKind kind);
 
 // One Requester operation: a non-posted write (completion = write ack) or a read.
 struct OpSpec {
@@ -36,6 +43,7 @@ struct WorkloadParams {
   std::uint64_t bytes = 4096;  // per message (allreduce-ring: the buffer, B / N per step)
   std::uint64_t seed = 1;
   std::uint64_t repeat = 1;
+  std::size_t peers = 0;  // message-rate: peers each GPU cycles through (0: all the others)
   std::uint64_t hbm_bytes = 64ull << 20;
   // Messages longer than this are issued as several operations (a write may not need more
   // tags than the requester has).
@@ -45,8 +53,11 @@ struct WorkloadParams {
 // Writes to a GPU land in its first kLandingZoneBytes (each sender in its own slot of the
 // message size, wrapping), so 1024 GPUs touch at most 1024 x 256 KiB of sparse memory.
 inline constexpr std::uint64_t kLandingZoneBytes = std::uint64_t{256} * 1024;
-// load-latency issues this many loads per repeat, one at a time.
+// read-latency (load-latency) and write-latency issue this many operations per repeat, one at
+// a time.
 inline constexpr std::uint64_t kLoadsPerRepeat = 100;
+// message-rate: operations each GPU issues per repeat.
+inline constexpr std::uint64_t kMessagesPerRepeat = 1000;
 
 class Workload {
  public:

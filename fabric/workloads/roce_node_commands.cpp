@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "fabric/node/roce_addressing.hpp"
 #include "fabric/workloads/run_summary.hpp"
+#include "packet-engine/roce/roce_addressing.hpp"
 
 namespace ethx {
 namespace {

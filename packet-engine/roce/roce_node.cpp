@@ -1,5 +1,8 @@
 #include "packet-engine/roce/roce_node.hpp"
 
+#include <algorithm>
+#include <functional>
+
 namespace ethx::roce {
 
 RoceNode::RoceNode(const RoceNodeConfig& config) {
@@ -31,8 +34,10 @@ std::optional<QpNum> RoceNode::create_qp(const QpConfig& config) {
   const QpNum qpn = next_qpn_;
   next_qpn_ = psn_add(next_qpn_, 1);
   if (next_qpn_ < 0x11) next_qpn_ = 0x11;
-  qps_.emplace(qpn, std::make_unique<QueuePair>(qpn, config, context_, *cqs_[config.send_cq],
-                                                *cqs_[config.recv_cq]));
+  qps_.emplace(qpn,
+               QpEntry{std::make_unique<QueuePair>(qpn, config, context_, *cqs_[config.send_cq],
+                                                   *cqs_[config.recv_cq]),
+                       std::nullopt});
   return qpn;
 }
 
@@ -45,14 +50,19 @@ bool RoceNode::destroy_qp(QpNum qpn) {
   return qps_.erase(qpn) == 1;
 }
 
-QueuePair* RoceNode::find(QpNum qpn) {
+RoceNode::QpEntry* RoceNode::find_entry(QpNum qpn) {
   const auto it = qps_.find(qpn);
-  return it == qps_.end() ? nullptr : it->second.get();
+  return it == qps_.end() ? nullptr : &it->second;
+}
+
+QueuePair* RoceNode::find(QpNum qpn) {
+  QpEntry* entry = find_entry(qpn);
+  return entry == nullptr ? nullptr : entry->qp.get();
 }
 
 const QueuePair* RoceNode::qp(QpNum qpn) const {
   const auto it = qps_.find(qpn);
-  return it == qps_.end() ? nullptr : it->second.get();
+  return it == qps_.end() ? nullptr : it->second.qp.get();
 }
 
 PostResult RoceNode::post_send(QpNum qpn, const SendWr& wr) {
@@ -66,10 +76,10 @@ PostResult RoceNode::post_recv(QpNum qpn, const RecvWr& wr) {
 }
 
 bool RoceNode::ring_doorbell(QpNum qpn, TimeNs now, Effects& effects) {
-  QueuePair* qp = find(qpn);
-  if (qp == nullptr) return false;
-  qp->doorbell(now, effects);
-  request_wake(*qp, effects);
+  QpEntry* entry = find_entry(qpn);
+  if (entry == nullptr) return false;
+  entry->qp->doorbell(now, effects);
+  request_wake(*entry, effects);
   return true;
 }
 
@@ -94,45 +104,63 @@ void RoceNode::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& e
     ++context_.counters.bad_pkey;
     return;
   }
-  QueuePair* qp = find(packet.dest_qp);
-  if (qp == nullptr || qp->state() == QpState::kReset) {
+  QpEntry* entry = find_entry(packet.dest_qp);
+  if (entry == nullptr || entry->qp->state() == QpState::kReset) {
     ++context_.counters.unknown_qp;
     return;
   }
+  QueuePair* qp = entry->qp.get();
   // RC: only the connected peer may talk to this QP.
   if (packet.src_ip != qp->remote().ip) {
     ++context_.counters.wrong_peer;
     return;
   }
   qp->on_packet(packet, now, effects);
-  request_wake(*qp, effects);
+  request_wake(*entry, effects);
 }
 
 void RoceNode::poll(TimeNs now, Effects& effects) {
-  // A linear scan keeps this simple; with thousands of QPs a timer wheel would replace it.
-  for (auto& [qpn, qp] : qps_) {
-    if (const auto deadline = qp->deadline(); deadline && *deadline <= now) {
-      qp->poll(now, effects);
-    }
-    request_wake(*qp, effects);
+  std::vector<QpEntry*> due;
+  while (!timers_.empty() && timers_.front().at <= now) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
+    const Timer timer = timers_.back();
+    timers_.pop_back();
+    QpEntry* entry = find_entry(timer.qpn);
+    // A destroyed QP, or a deadline superseded by an earlier one filed since.
+    if (entry == nullptr || entry->scheduled != timer.at) continue;
+    entry->scheduled.reset();
+    due.push_back(entry);
   }
+  // Filed again only after the loop: a QP whose deadline is still due must not spin in it.
+  for (QpEntry* entry : due) {
+    if (const auto deadline = entry->qp->deadline(); deadline && *deadline <= now) {
+      entry->qp->poll(now, effects);
+    }
+    request_wake(*entry, effects);
+  }
+  if (!timers_.empty()) effects.wake_no_later_than(timers_.front().at);
 }
 
-void RoceNode::request_wake(const QueuePair& qp, Effects& effects) const {
-  if (const auto deadline = qp.deadline()) effects.wake_no_later_than(*deadline);
+void RoceNode::request_wake(QpEntry& entry, Effects& effects) {
+  const auto deadline = entry.qp->deadline();
+  if (!deadline) return;
+  effects.wake_no_later_than(*deadline);
+  if (entry.scheduled && *entry.scheduled <= *deadline) return;  // filed already, early enough
+  entry.scheduled = *deadline;
+  timers_.push_back(Timer{*deadline, entry.qp->qpn()});
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
 }
 
 std::size_t RoceNode::qp_state_bytes(QpNum qpn) const {
   const QueuePair* entry = qp(qpn);
   if (entry == nullptr) return 0;
   // The QP object plus its hash-table node (key, pointer, next pointer, cached hash).
-  return entry->state_bytes() + sizeof(std::pair<const QpNum, std::unique_ptr<QueuePair>>) +
-         2 * sizeof(void*);
+  return entry->state_bytes() + sizeof(std::pair<const QpNum, QpEntry>) + 2 * sizeof(void*);
 }
 
 std::size_t RoceNode::total_qp_state_bytes() const {
   std::size_t total = qps_.bucket_count() * sizeof(void*);
-  for (const auto& [qpn, qp] : qps_) total += qp_state_bytes(qpn);
+  for (const auto& [qpn, entry] : qps_) total += qp_state_bytes(qpn);
   return total;
 }
 

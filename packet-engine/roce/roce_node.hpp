@@ -60,7 +60,8 @@ class RoceNode {
   // ---- sans-I/O drive ----
   // One received frame: validated, counted, and handed to its QP. Never throws on bad input.
   void on_frame(std::span<const std::byte> frame, TimeNs now, Effects& effects);
-  // Fires due timers of every QP and asks to be polled again at the earliest deadline.
+  // Fires the timers that are due (found in a heap of QP deadlines, not by scanning every QP:
+  // a GPU of a 1024-GPU fabric has 1023 of them) and asks to be polled again at the earliest.
   void poll(TimeNs now, Effects& effects);
 
   // ---- inspection ----
@@ -74,13 +75,31 @@ class RoceNode {
   std::uint32_t ip() const { return context_.ip; }
 
  private:
+  struct QpEntry {
+    std::unique_ptr<QueuePair> qp;
+    // The deadline this QP has in timers_, if any (a later one there is stale).
+    std::optional<TimeNs> scheduled;
+  };
+  struct Timer {
+    TimeNs at;
+    QpNum qpn;
+    // Earliest first, then the lower QP number: a fixed order for QPs due together.
+    bool operator>(const Timer& other) const {
+      return at != other.at ? at > other.at : qpn > other.qpn;
+    }
+  };
+
+  QpEntry* find_entry(QpNum qpn);
   QueuePair* find(QpNum qpn);
-  void request_wake(const QueuePair& qp, Effects& effects) const;
+  // Asks for a wake-up at the QP's deadline and files it in timers_ if it is earlier than the
+  // one filed.
+  void request_wake(QpEntry& entry, Effects& effects);
 
   NodeContext context_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
-  std::unordered_map<QpNum, std::unique_ptr<QueuePair>> qps_;
-  QpNum next_qpn_ = 0x11;  // QP 0 and 1 are the management QPs (SMI, GSI) on real devices
+  std::unordered_map<QpNum, QpEntry> qps_;
+  std::vector<Timer> timers_;  // min-heap (std::greater) of QP deadlines
+  QpNum next_qpn_ = 0x11;      // QP 0 and 1 are the management QPs (SMI, GSI) on real devices
 };
 
 }  // namespace ethx::roce

@@ -49,12 +49,7 @@ const char* to_string(WcStatus status) {
 
 QueuePair::QueuePair(QpNum qpn, const QpConfig& config, NodeContext& node, CompletionQueue& send_cq,
                      CompletionQueue& recv_cq)
-    : qpn_(qpn & kPsnMask),
-      config_(config),
-      node_(node),
-      send_cq_(send_cq),
-      recv_cq_(recv_cq),
-      atomic_replay_(std::max<std::uint32_t>(config.atomic_replay_entries, 1)) {
+    : qpn_(qpn & kPsnMask), config_(config), node_(node), send_cq_(send_cq), recv_cq_(recv_cq) {
   if (!valid_path_mtu(config_.path_mtu_bytes))
     config_.path_mtu_bytes = 1024;  // RoceNode refuses these
   config_.max_inflight_packets = std::max<std::uint32_t>(config_.max_inflight_packets, 1);
@@ -213,7 +208,7 @@ void QueuePair::emit(const PacketFields& f, std::span<const std::byte> payload, 
   // RoCEv2 puts flow entropy in the UDP source port (Annex A17.2.3); one port per QP keeps a
   // connection on one ECMP path, so its packets stay in order.
   address.udp_src_port = static_cast<std::uint16_t>(0xC000 | (qpn_ & 0x3FFF));
-  effects.send.push_back(encode_packet(address, f, payload));
+  effects.send.push_back(encode_packet(address, f, payload, effects.take_spare()));
   ++node_.counters.frames_tx;
   node_.counters.bytes_tx += effects.send.back().size();
 }
@@ -263,8 +258,10 @@ WcStatus QueuePair::gather(const std::vector<Sge>& sg_list, std::uint64_t offset
 }
 
 std::size_t QueuePair::state_bytes() const {
-  std::size_t bytes =
-      sizeof(*this) + atomic_replay_.capacity() * sizeof(AtomicReplay) + scratch_.capacity();
+  // The replay entries count whether or not an atomic has allocated them yet: a NIC keeps them
+  // in the QP's context.
+  std::size_t bytes = sizeof(*this) + std::max<std::size_t>(config_.atomic_replay_entries, 1) *
+                                          sizeof(AtomicReplay);
   auto wr_bytes = [](const auto& wr) { return wr.sg_list.capacity() * sizeof(Sge); };
   for (const SendWr& wr : posted_) bytes += sizeof(SendWr) + wr_bytes(wr);
   for (const SendWr& wr : pending_) bytes += sizeof(SendWr) + wr_bytes(wr);

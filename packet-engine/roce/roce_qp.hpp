@@ -8,12 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "packet-engine/effects.hpp"
+#include "packet-engine/fifo.hpp"
 #include "packet-engine/roce/roce_counters.hpp"
 #include "packet-engine/roce/roce_cq.hpp"
 #include "packet-engine/roce/roce_memory.hpp"
@@ -32,6 +32,9 @@ struct NodeContext {
   std::uint16_t pkey = kDefaultPkey;
   std::uint16_t next_ip_id = 0;
   MemoryTable memory;
+  // A request's payload on its way into a frame: one buffer for every QP of the node (a
+  // buffer per QP cost a simulation of a million QPs a gigabyte).
+  std::vector<std::byte> scratch;
   RoceCounters counters;
 };
 
@@ -154,20 +157,22 @@ class QueuePair {
   QpRemote remote_;
 
   // Requester state.
-  std::deque<SendWr> posted_;     // posted, doorbell not yet rung
-  std::deque<SendWr> pending_;    // doorbell rung, not started (window or initiator depth full)
-  std::deque<SendWqe> inflight_;  // started, in PSN order, not yet retired
-  std::uint32_t next_psn_ = 0;    // PSN of the next new WR's first packet
-  std::uint32_t send_psn_ = 0;    // next PSN to transmit (behind next_psn_ while resending)
-  std::uint32_t high_psn_ = 0;    // one past the highest PSN ever transmitted
-  std::uint32_t acked_psn_ = 0;   // last PSN known to be acknowledged
+  // Fifo, not std::deque: a deque allocates 576 B when constructed, and a 1024-GPU simulation
+  // holds a million QPs (docs/simulator.md, "The RoCE engine").
+  static constexpr std::size_t kQueueFirstCapacity = 2;
+  Fifo<SendWr, kQueueFirstCapacity> posted_;     // posted, doorbell not yet rung
+  Fifo<SendWr, kQueueFirstCapacity> pending_;    // doorbell rung, not started (window full)
+  Fifo<SendWqe, kQueueFirstCapacity> inflight_;  // started, in PSN order, not yet retired
+  std::uint32_t next_psn_ = 0;                   // PSN of the next new WR's first packet
+  std::uint32_t send_psn_ = 0;   // next PSN to transmit (behind next_psn_ while resending)
+  std::uint32_t high_psn_ = 0;   // one past the highest PSN ever transmitted
+  std::uint32_t acked_psn_ = 0;  // last PSN known to be acknowledged
   std::uint32_t inflight_reads_ = 0;
   TimeNs last_progress_ns_ = 0;
   std::uint8_t retries_left_ = 0;
   std::uint8_t rnr_retries_left_ = 0;
   std::optional<TimeNs> rnr_resume_ns_;
   std::uint32_t rnr_psn_ = 0;
-  std::vector<std::byte> scratch_;
 
   // Responder state.
   std::uint32_t epsn_ = 0;  // next expected request PSN
@@ -179,8 +184,8 @@ class QueuePair {
   std::uint64_t write_remaining_ = 0;
   std::uint64_t write_total_ = 0;
   std::uint64_t recv_offset_ = 0;  // bytes of the current SEND placed so far
-  std::deque<RecvWr> recv_queue_;
-  std::vector<AtomicReplay> atomic_replay_;
+  Fifo<RecvWr, kQueueFirstCapacity> recv_queue_;
+  std::vector<AtomicReplay> atomic_replay_;  // allocated by the first atomic
   std::size_t atomic_replay_next_ = 0;
 };
 

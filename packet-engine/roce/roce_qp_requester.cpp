@@ -172,13 +172,14 @@ void QueuePair::emit_request(const SendWqe& wqe, std::uint32_t index, Effects& e
   f.rkey = wr.rkey;
   f.dma_length = static_cast<std::uint32_t>(wqe.bytes);
   f.imm = wr.imm_data;
-  scratch_.resize(length);
+  std::vector<std::byte>& scratch = node_.scratch;
+  scratch.resize(length);
   // The buffers were checked when the WR started; a region deregistered since then reads as
   // zeros rather than touching freed memory (verbs leaves that case undefined).
-  if (gather(wr.sg_list, offset, scratch_) != WcStatus::kSuccess) {
-    std::fill(scratch_.begin(), scratch_.end(), std::byte{0});
+  if (gather(wr.sg_list, offset, scratch) != WcStatus::kSuccess) {
+    std::fill(scratch.begin(), scratch.end(), std::byte{0});
   }
-  emit(f, scratch_, effects);
+  emit(f, scratch, effects);
 }
 
 void QueuePair::retransmit_from(std::uint32_t psn) {
@@ -286,7 +287,7 @@ void QueuePair::on_read_response(const PacketView& packet, TimeNs now, Effects& 
   // A READ response acknowledges every earlier request (IBA 9.7.5.1.3).
   const std::uint32_t first = wqe->first_psn;
   ack_through(psn_add(first, -1), now);
-  wqe = find_wqe(packet.psn);  // retire() may have moved the deque
+  wqe = find_wqe(packet.psn);  // retire() may have moved the queue
   if (wqe == nullptr || state_ != QpState::kRts) return;
   if (&inflight_.front() != wqe) {  // an earlier READ/atomic is still missing its response
     ++node_.counters.stale_responses;

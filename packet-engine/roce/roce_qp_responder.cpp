@@ -211,6 +211,9 @@ void QueuePair::do_atomic(const PacketView& packet, Effects& effects) {
   } else if (original == atomic.compare.value()) {
     store_u64(target, atomic.swap_add.value());
   }
+  if (atomic_replay_.empty()) {
+    atomic_replay_.resize(std::max<std::uint32_t>(config_.atomic_replay_entries, 1));
+  }
   atomic_replay_[atomic_replay_next_] = {packet.psn, original, true};
   atomic_replay_next_ = (atomic_replay_next_ + 1) % atomic_replay_.size();
   msn_ = psn_add(msn_, 1);

@@ -1,8 +1,8 @@
 #include "packet-engine/roce/roce_wire.hpp"
 
+#include <zlib.h>
 #include <algorithm>
 #include <array>
-#include <boost/crc.hpp>
 #include <cstring>
 
 #include "packet-engine/packed_bytes.hpp"
@@ -275,10 +275,14 @@ std::uint32_t icrc(std::span<const std::byte> ip_packet) {
   ip[10] = ip[11] = std::byte{0xFF};  // header checksum follows TTL and ECN
   ip[kIpv4Bytes + 6] = ip[kIpv4Bytes + 7] = std::byte{0xFF};  // UDP checksum
   ip[kIpv4Bytes + kUdpBytes + 4] = std::byte{0xFF};  // BTH FECN, BECN, resv6 (switches mark)
-  boost::crc_32_type crc;
-  crc.process_bytes(head.data(), head.size());
-  crc.process_bytes(ip_packet.data() + kMasked, ip_packet.size() - kMasked);
-  return crc.checksum();
+  // zlib's CRC-32 is the ICRC's (IEEE 802.3 polynomial, reflected, inverted in and out) and
+  // processes words at a time: Boost's byte-wise table took 43 % of an `ethx sim --engine
+  // roce` run.
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(head.data()), static_cast<uInt>(head.size()));
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(ip_packet.data() + kMasked),
+              static_cast<uInt>(ip_packet.size() - kMasked));
+  return static_cast<std::uint32_t>(crc);
 }
 
 std::size_t frame_bytes(Opcode opcode, std::size_t payload_bytes) {
@@ -388,11 +392,12 @@ std::size_t store_extension_headers(std::span<std::byte> out, const OpcodeLayout
 }  // namespace
 
 Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
-                    std::span<const std::byte> payload) {
+                    std::span<const std::byte> payload, Frame buffer) {
   const OpcodeLayout layout = layout_of(fields.opcode);
   const std::size_t pad = (4 - payload.size() % 4) % 4;
   const std::size_t total = frame_bytes(fields.opcode, payload.size());
-  Frame frame(total);
+  Frame frame = std::move(buffer);
+  frame.assign(total, std::byte{0});  // pad bytes and reserved fields are zero
   const std::span<std::byte> out(frame);
   store_ethernet(out, address);
   store_ipv4(out, address, total);
@@ -532,7 +537,7 @@ std::size_t view_extension_headers(std::span<const std::byte> frame, const Opcod
 
 }  // namespace
 
-DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
+DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out, Icrc icrc_check) {
   if (frame.size() < kEthernetHeaderBytes) return DecodeError::kTruncatedEthernet;
   const auto eth = load<EthernetHeader>(frame, 0);
   if (eth.ether_type.value() != kEtherTypeIpv4) return DecodeError::kNotIpv4;
@@ -550,8 +555,10 @@ DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out) {
   const auto bth = load<Bth>(frame, kBthOffset);
   const BthLayout layout = check_bth(bth, ip_total);
   if (layout.error != DecodeError::kOk) return layout.error;
-  if (const DecodeError error = check_icrc(frame, ip_total); error != DecodeError::kOk) {
-    return error;
+  if (icrc_check == Icrc::kCheck) {
+    if (const DecodeError error = check_icrc(frame, ip_total); error != DecodeError::kOk) {
+      return error;
+    }
   }
   view_fixed_headers(eth, ip, udp, bth, out);
   const std::size_t payload_at = view_extension_headers(frame, layout.layout, out);

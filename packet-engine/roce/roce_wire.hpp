@@ -263,10 +263,15 @@ struct PacketView {
   std::span<const std::byte> payload;  // without the pad bytes
 };
 
+// Whether decode_packet recomputes the ICRC. kSkip is for a reader that only looks at the
+// headers of a packet its receiver will check in full (the simulator's NIC model).
+enum class Icrc : std::uint8_t { kCheck, kSkip };
+
 // Validates the whole packet (Ethernet, IPv4 incl. checksum, UDP, BTH, extended headers,
-// padding, ICRC) and fills `out`. Bytes after the IPv4 total length (Ethernet padding) are
-// ignored. Never reads outside `frame`.
-DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out);
+// padding, ICRC unless skipped) and fills `out`. Bytes after the IPv4 total length (Ethernet
+// padding) are ignored. Never reads outside `frame`.
+DecodeError decode_packet(std::span<const std::byte> frame, PacketView& out,
+                          Icrc icrc_check = Icrc::kCheck);
 
 // ---- Encoding ------------------------------------------------------------------------------
 
@@ -307,8 +312,10 @@ std::size_t frame_bytes(Opcode opcode, std::size_t payload_bytes);
 
 // Builds a complete frame: IPv4 checksum and ICRC computed, payload padded to 4 bytes.
 // Precondition: layout_of(opcode).payload || payload.empty().
+// `buffer` is reused when given (Effects::take_spare): a runtime that lends its delivered
+// frames back saves an allocation per packet.
 Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
-                    std::span<const std::byte> payload);
+                    std::span<const std::byte> payload, Frame buffer = {});
 
 // The invariant CRC of an IPv4 RoCEv2 packet (Annex A17.3.3): CRC-32 (the Ethernet / IB VCRC
 // polynomial 0x04C11DB7, reflected, initial value and final XOR all-ones) over 8 bytes of 0xFF

@@ -14,8 +14,8 @@
 #include "fabric/compare/shmem_systems.hpp"
 #include "fabric/compare/softroce_suite.hpp"
 #include "fabric/config/topology_config.hpp"
-#include "fabric/node/roce_addressing.hpp"
 #include "fabric/node/roce_host.hpp"
+#include "packet-engine/roce/roce_addressing.hpp"
 #include "packet-engine/roce/roce_wire.hpp"
 #include "packet-engine/wire.hpp"
 
