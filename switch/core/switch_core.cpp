@@ -149,15 +149,16 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
 }
 
 bool SwitchCore::admit_fabric(Port& in, const Incoming& frame) {
-  wire::FrameView view;
+  // decode_frame's checks and verdicts, without decoding what the switch does not read.
+  GpuId src_gpu = kInvalidGpu;
   const wire::DecodeError error =
-      wire::decode_frame(frame.bytes, view, frame.corrupted ? wire::Crc::kOn : config_.crc);
+      wire::validate_frame(frame.bytes, src_gpu, frame.corrupted ? wire::Crc::kOn : config_.crc);
   if (error != wire::DecodeError::kOk) {
     count_malformed(in.counters, error);
     return false;
   }
   // The completer trusts the frame's source GPU for partition and rights checks.
-  if (in.bound && view.src_gpu != in.bound_gpu) {
+  if (in.bound && src_gpu != in.bound_gpu) {
     ++in.counters.drops_spoofed;
     return false;
   }
