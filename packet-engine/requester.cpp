@@ -323,7 +323,7 @@ void Requester::poll(TimeNs now, Effects& effects) {
     note_timeout(slot.dst, now);
     resolve_fragment(index, wire::Status::kTimeout, slot.address, now);
   }
-  probe_down_peers(now, effects);
+  if (!down_peers_.empty()) probe_down_peers(now, effects);
 }
 
 void Requester::on_peer_frame(GpuId src) {
