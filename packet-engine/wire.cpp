@@ -256,7 +256,10 @@ void FrameBuilder::start(const FrameAddress& address) {
   address_ = address;
   frame_.clear();
   frame_.reserve(frame_bytes_max_);
-  frame_.resize(kBodyOffset);
+  // The headers, and room for the CRC at the end from the start: finish() then writes into a
+  // frame already of its final size instead of growing it once more (a zero-fill and a store
+  // of the vector's end, read back at once when the frame is handed out).
+  frame_.resize(kBodyOffset + kCrcBytes);
   txn_count_ = 0;
   last_txn_offset_ = 0;
   started_ = true;
@@ -264,11 +267,12 @@ void FrameBuilder::start(const FrameAddress& address) {
 
 bool FrameBuilder::fits(std::size_t payload_bytes) const {
   return started_ && txn_count_ < 255 &&
-         frame_.size() + kTxnHeaderBytes + payload_bytes + kCrcBytes <= frame_bytes_max_;
+         frame_.size() + kTxnHeaderBytes + payload_bytes <= frame_bytes_max_;
 }
 
 std::span<std::byte> FrameBuilder::append(const TxnFields& fields, std::size_t payload_bytes) {
-  last_txn_offset_ = frame_.size();
+  // Where the CRC's room was: it moves to the new end.
+  last_txn_offset_ = frame_.size() - kCrcBytes;
   frame_.resize(frame_.size() + kTxnHeaderBytes + payload_bytes);
   const std::span<std::byte> bytes(frame_);
   const std::size_t at = last_txn_offset_;
@@ -293,8 +297,8 @@ bool FrameBuilder::try_extend_posted_write(std::uint64_t address, std::span<cons
   const std::size_t length = header.length.value();
   if (header.address.value() + length != address) return false;
   if (length + data.size() > max_payload) return false;
-  if (frame_.size() + data.size() + kCrcBytes > frame_bytes_max_) return false;
-  frame_.insert(frame_.end(), data.begin(), data.end());
+  if (frame_.size() + data.size() > frame_bytes_max_) return false;
+  frame_.insert(frame_.end() - kCrcBytes, data.begin(), data.end());
   header.length = static_cast<std::uint16_t>(length + data.size());
   header.payload_bytes = static_cast<std::uint16_t>(length + data.size());
   store(std::span<std::byte>(frame_), last_txn_offset_, header);
@@ -303,11 +307,10 @@ bool FrameBuilder::try_extend_posted_write(std::uint64_t address, std::span<cons
 
 Frame FrameBuilder::finish(std::uint8_t flags, std::uint32_t seq, std::uint32_t ack,
                            std::uint8_t credits) {
-  // Room for the CRC first: the vector's end pointer, written here, is read back with its
-  // begin in one wide load when the frame is handed out below; written last, that load would
-  // wait for the store (a store-forwarding stall on every frame, see packed::store_field).
-  const std::size_t crc_offset = frame_.size();
-  frame_.resize(crc_offset + kCrcBytes);
+  // The CRC's room is there since start(): nothing grows the vector here, whose end pointer,
+  // written last, would be read back with its begin in one wide load when the frame is handed
+  // out below (a store-forwarding stall on every frame, see packed::store_field).
+  const std::size_t crc_offset = frame_.size() - kCrcBytes;
   const std::span<std::byte> bytes(frame_);
   store_ethernet_header(bytes, address_.dst_mac, address_.src_mac, kEtherTypeFabric);
   constexpr std::size_t kAt = kEthernetHeaderBytes;

@@ -323,7 +323,7 @@ class FrameBuilder {
   std::size_t frame_bytes_max_;
   Crc crc_;
   FrameAddress address_;
-  Frame frame_;
+  Frame frame_;  // once started: the headers, the transactions, then kCrcBytes for the CRC
   std::size_t txn_count_ = 0;
   std::size_t last_txn_offset_ = 0;
   bool started_ = false;
