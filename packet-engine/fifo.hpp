@@ -35,6 +35,16 @@ class Fifo {
     items_[(head_ + size_) & mask()] = std::move(item);
     ++size_;
   }
+  // Adds an item at the back and returns it, to be filled in place: no temporary built and
+  // moved in (a frame's queue entry, a completion). It holds T() (every slot not in use does).
+  T& append() {
+    if (size_ == items_.size()) grow();
+    T& item = items_[(head_ + size_) & mask()];
+    // Plain data is not reset when popped (see pop_front): reset it now.
+    if constexpr (std::is_trivially_destructible_v<T>) item = T();
+    ++size_;
+    return item;
+  }
   void pop_front() {
     // Releases what the item owns now; plain data is left alone (its line may be cold).
     if constexpr (!std::is_trivially_destructible_v<T>) items_[head_] = T();

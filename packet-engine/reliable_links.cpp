@@ -265,7 +265,7 @@ void ReliableLinks::reset_peer(GpuId src) {
   rx.nak_sent = false;
 }
 
-void ReliableLinks::poll(TimeNs now, Effects& effects) {
+void ReliableLinks::poll_active(TimeNs now, Effects& effects) {
   std::size_t kept = 0;
   for (const GpuId id : active_) {
     PeerTx& peer = tx_[id];

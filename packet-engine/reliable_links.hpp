@@ -74,8 +74,11 @@ class ReliableLinks {
   // transactions are to be delivered (false for duplicates, gaps and ACK-only frames).
   bool on_receive(const wire::FrameView& frame, TimeNs now, Effects& effects);
 
-  // Retransmission timers and delayed ACKs; asks to be woken for the next one.
-  void poll(TimeNs now, Effects& effects);
+  // Retransmission timers and delayed ACKs; asks to be woken for the next one. Inline when
+  // no peer has any (the usual case without sequencing): the engine polls after every frame.
+  void poll(TimeNs now, Effects& effects) {
+    if (!active_.empty()) poll_active(now, effects);
+  }
 
   // Frames waiting for credit or for their ACK (what the runtime's back-pressure looks at).
   std::size_t frames_waiting() const { return frames_waiting_; }
@@ -140,6 +143,7 @@ class ReliableLinks {
   void owe_ack(GpuId peer, TimeNs due_ns);
   void sample_rtt(PeerTx& peer, TimeNs rtt_ns);
   void activate(GpuId peer);
+  void poll_active(TimeNs now, Effects& effects);
   // A frame from `src` carries `incarnation`: a new one resets the pair.
   void check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now, Effects& effects);
   void reset_peer(GpuId src);

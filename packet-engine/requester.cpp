@@ -68,7 +68,9 @@ Requester::OpIndex Requester::begin_op(OpKind kind, GpuId dst, std::uint64_t add
 }
 
 void Requester::complete(OpIndex op, TimeNs now) {
-  Completion completion = std::move(ops_[op].completion);
+  // Moved straight into its place in the queue: one move, not two.
+  Completion& completion = completions_.append();
+  completion = std::move(ops_[op].completion);
   free_ops_.push_back(op);
   completion.completed_ns = now;
   if (completion.ok()) {
@@ -77,7 +79,6 @@ void Requester::complete(OpIndex op, TimeNs now) {
     ++counters_.ops_failed;
     completion.data.clear();
   }
-  completions_.push_back(std::move(completion));
 }
 
 void Requester::fail_now(OpIndex op, wire::Status status, std::uint64_t fault_addr, TimeNs now) {
@@ -323,7 +324,7 @@ void Requester::poll(TimeNs now, Effects& effects) {
     note_timeout(slot.dst, now);
     resolve_fragment(index, wire::Status::kTimeout, slot.address, now);
   }
-  probe_down_peers(now, effects);
+  if (!down_peers_.empty()) probe_down_peers(now, effects);
 }
 
 void Requester::on_peer_frame(GpuId src) {

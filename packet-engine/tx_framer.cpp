@@ -63,7 +63,7 @@ bool TxFramer::try_extend_posted_write(GpuId dst, std::uint64_t address,
   return frame != nullptr && frame->builder.try_extend_posted_write(address, data, max_payload_);
 }
 
-void TxFramer::flush(TimeNs now, Effects& effects) {
+void TxFramer::flush_open(TimeNs now, Effects& effects) {
   std::size_t kept = 0;
   for (GpuId dst : open_dsts_) {
     const OpenFrame& frame = frames_[frame_of_[dst]];

@@ -30,8 +30,11 @@ class TxFramer {
   // Grows the open frame's last posted write to `dst` if `address` continues it.
   bool try_extend_posted_write(GpuId dst, std::uint64_t address, std::span<const std::byte> data);
   // Emits urgent frames, and posted-only frames whose combine time has passed; asks to be
-  // woken for the rest.
-  void flush(TimeNs now, Effects& effects);
+  // woken for the rest. Inline when no frame is open: the engine flushes after every frame
+  // it receives, most of which (responses) open none.
+  void flush(TimeNs now, Effects& effects) {
+    if (!open_dsts_.empty()) flush_open(now, effects);
+  }
   bool has_open_frames() const { return !open_dsts_.empty(); }
   std::size_t max_payload() const { return max_payload_; }
   std::uint64_t frames_sent() const { return frames_sent_; }
@@ -53,6 +56,7 @@ class TxFramer {
   OpenFrame& open(GpuId dst, TimeNs now, Effects& effects);  // builds in a spare buffer if any
   void finish(GpuId dst, TimeNs now, Effects& effects);      // frame out; caller fixes open_dsts_
   void emit(GpuId dst, TimeNs now, Effects& effects);        // frame out and forgotten
+  void flush_open(TimeNs now, Effects& effects);
 
   const EngineConfig& config_;
   ReliableLinks& links_;

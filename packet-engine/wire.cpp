@@ -42,27 +42,6 @@ bool lengths_valid(Opcode opcode, std::uint16_t length, std::uint16_t payload_by
   return false;
 }
 
-// Parses one transaction at the front of `rest`. Advances `rest` on success.
-DecodeError parse_txn(std::span<const std::byte>& rest, TxnView& out) {
-  if (rest.size() < kTxnHeaderBytes) return DecodeError::kTruncatedTxn;
-  const auto header = load<TxnHeader>(rest, 0);
-  const std::uint16_t payload_bytes = header.payload_bytes.value();
-  if (rest.size() - kTxnHeaderBytes < payload_bytes) return DecodeError::kPayloadPastBody;
-  const std::uint8_t opcode = header.opcode.value();
-  if (!is_known_opcode(opcode)) return DecodeError::kUnknownOpcode;
-  out.opcode = static_cast<Opcode>(opcode);
-  out.status = static_cast<Status>(header.status.value());
-  out.tag = header.tag.value();
-  out.length = header.length.value();
-  out.address = header.address.value();
-  if (!lengths_valid(out.opcode, out.length, payload_bytes, header.status.value())) {
-    return DecodeError::kBadLength;
-  }
-  out.payload = rest.subspan(kTxnHeaderBytes, payload_bytes);
-  rest = rest.subspan(kTxnHeaderBytes + payload_bytes);
-  return DecodeError::kOk;
-}
-
 // Writes the Ethernet header in place, field by field (see packed::store_field).
 void store_ethernet_header(std::span<std::byte> frame, const MacAddr& dst, const MacAddr& src,
                            std::uint16_t ether_type) {
@@ -73,31 +52,6 @@ void store_ethernet_header(std::span<std::byte> frame, const MacAddr& dst, const
 }
 
 }  // namespace
-
-bool is_known_opcode(std::uint8_t value) {
-  return value >= static_cast<std::uint8_t>(Opcode::kReadReq) &&
-         value <= static_cast<std::uint8_t>(Opcode::kErrorResp);
-}
-
-bool is_request(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::kReadReq:
-    case Opcode::kWritePosted:
-    case Opcode::kWriteReq:
-    case Opcode::kAtomicFetchAdd:
-    case Opcode::kAtomicSwap:
-    case Opcode::kAtomicCas:
-    case Opcode::kFlushReq:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_atomic_request(Opcode opcode) {
-  return opcode == Opcode::kAtomicFetchAdd || opcode == Opcode::kAtomicSwap ||
-         opcode == Opcode::kAtomicCas;
-}
 
 const char* to_string(Opcode opcode) {
   switch (opcode) {
@@ -183,15 +137,67 @@ const char* to_string(DecodeError error) {
   return "unknown";
 }
 
-bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
-                   std::uint16_t& ether_type) {
-  if (frame.size() < kEthernetHeaderBytes) return false;
-  // Field by field, straight into the outputs: a switch calls this on every frame.
-  std::memcpy(dst.octets.data(), frame.data() + offsetof(EthernetHeader, dst), dst.octets.size());
-  std::memcpy(src.octets.data(), frame.data() + offsetof(EthernetHeader, src), src.octets.size());
-  ether_type = load_field<be::big_uint16_buf_t>(frame, offsetof(EthernetHeader, ether_type));
-  return true;
+namespace {
+
+std::uint16_t load_u16(const std::byte* at) {
+  return static_cast<std::uint16_t>(std::to_integer<unsigned>(at[0]) << 8 |
+                                    std::to_integer<unsigned>(at[1]));
 }
+
+// decode_frame's checks from the frame header on (the Ethernet header is checked already);
+// sets `body_bytes` when the result is kOk.
+DecodeError check_frame_header(std::span<const std::byte> frame, Crc crc, std::size_t& body_bytes) {
+  if (frame.size() < kBodyOffset) return DecodeError::kTruncatedHeader;
+  constexpr std::size_t kAt = kEthernetHeaderBytes;
+  if (load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, version)) != kVersion) {
+    return DecodeError::kBadVersion;
+  }
+  body_bytes = load_field<be::big_uint16_buf_t>(frame, kAt + offsetof(FrameHeader, body_bytes));
+  if (frame.size() - kBodyOffset < body_bytes + kCrcBytes) return DecodeError::kBodyPastFrame;
+  if (crc == Crc::kOn) {
+    const std::size_t crc_offset = kBodyOffset + body_bytes;
+    const std::uint32_t carried_crc = load_field<be::big_uint32_buf_t>(frame, crc_offset);
+    if (crc32c(frame.first(crc_offset)) != carried_crc) return DecodeError::kBadCrc;
+  }
+  return DecodeError::kOk;
+}
+
+// Validates every transaction of `body`, which claims `txn_count` of them, so consumers can
+// iterate without error paths. Reads the headers in place: no TxnView is filled.
+DecodeError check_txns(std::span<const std::byte> body, std::size_t txn_count) {
+  const std::byte* at = body.data();
+  std::size_t left = body.size();
+  for (std::size_t i = 0; i < txn_count; ++i) {
+    // An exhausted body means fewer transactions than announced, not a truncated one.
+    if (left == 0) return DecodeError::kTxnCountMismatch;
+    if (left < kTxnHeaderBytes) return DecodeError::kTruncatedTxn;
+    const std::uint16_t payload_bytes = load_u16(at + offsetof(TxnHeader, payload_bytes));
+    if (left - kTxnHeaderBytes < payload_bytes) return DecodeError::kPayloadPastBody;
+    const auto opcode = std::to_integer<std::uint8_t>(at[offsetof(TxnHeader, opcode)]);
+    if (!is_known_opcode(opcode)) return DecodeError::kUnknownOpcode;
+    if (!lengths_valid(static_cast<Opcode>(opcode), load_u16(at + offsetof(TxnHeader, length)),
+                       payload_bytes,
+                       std::to_integer<std::uint8_t>(at[offsetof(TxnHeader, status)]))) {
+      return DecodeError::kBadLength;
+    }
+    at += kTxnHeaderBytes + payload_bytes;
+    left -= kTxnHeaderBytes + payload_bytes;
+  }
+  return left == 0 ? DecodeError::kOk : DecodeError::kTxnCountMismatch;
+}
+
+// decode_frame's last checks: the transactions, or what a frame without any may be.
+DecodeError check_body(std::span<const std::byte> body, std::uint8_t flags,
+                       std::uint8_t txn_count) {
+  if (txn_count == 0) {
+    // Only a link control frame (an ACK or NAK, never sequenced) may carry no transactions.
+    const bool control = (flags & kFlagAck) != 0 && (flags & kFlagSeq) == 0;
+    return control && body.empty() ? DecodeError::kOk : DecodeError::kNoTransactions;
+  }
+  return check_txns(body, txn_count);
+}
+
+}  // namespace
 
 DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out, Crc crc) {
   std::uint16_t ether_type = 0;
@@ -199,49 +205,43 @@ DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out, Crc c
     return DecodeError::kTruncatedEthernet;
   }
   if (ether_type != kEtherTypeFabric) return DecodeError::kNotFabric;
-  if (frame.size() < kBodyOffset) return DecodeError::kTruncatedHeader;
-  const auto header = load<FrameHeader>(frame, kEthernetHeaderBytes);
-  if (header.version.value() != kVersion) return DecodeError::kBadVersion;
-  const std::size_t body_bytes = header.body_bytes.value();
-  if (frame.size() - kBodyOffset < body_bytes + kCrcBytes) return DecodeError::kBodyPastFrame;
-  const std::size_t crc_offset = kBodyOffset + body_bytes;
-  const std::uint32_t carried_crc = load<be::big_uint32_buf_t>(frame, crc_offset).value();
-  if (crc == Crc::kOn && crc32c(frame.first(crc_offset)) != carried_crc) {
-    return DecodeError::kBadCrc;
-  }
+  std::size_t body_bytes = 0;
+  const DecodeError error = check_frame_header(frame, crc, body_bytes);
+  if (error != DecodeError::kOk) return error;
 
-  out.flags = header.flags.value();
-  out.src_gpu = header.src_gpu.value();
-  out.dst_gpu = header.dst_gpu.value();
-  out.partition = header.partition.value();
-  out.credits = header.credits.value();
-  out.seq = header.seq.value();
-  out.ack = header.ack.value();
-  out.txn_count = header.txn_count.value();
-  out.incarnation = header.incarnation.value();
+  // Field by field (packed::load_field): no FrameHeader copied to the stack and read back.
+  constexpr std::size_t kAt = kEthernetHeaderBytes;
+  out.flags = load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, flags));
+  out.src_gpu = load_field<be::big_uint16_buf_t>(frame, kAt + offsetof(FrameHeader, src_gpu));
+  out.dst_gpu = load_field<be::big_uint16_buf_t>(frame, kAt + offsetof(FrameHeader, dst_gpu));
+  out.partition = load_field<be::big_uint16_buf_t>(frame, kAt + offsetof(FrameHeader, partition));
+  out.credits = load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, credits));
+  out.seq = load_field<be::big_uint32_buf_t>(frame, kAt + offsetof(FrameHeader, seq));
+  out.ack = load_field<be::big_uint32_buf_t>(frame, kAt + offsetof(FrameHeader, ack));
+  out.txn_count = load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, txn_count));
+  out.incarnation =
+      load_field<be::big_uint32_buf_t>(frame, kAt + offsetof(FrameHeader, incarnation));
   out.body = frame.subspan(kBodyOffset, body_bytes);
-  if (out.txn_count == 0) {
-    // Only a link control frame (an ACK or NAK, never sequenced) may carry no transactions.
-    const bool control = (out.flags & kFlagAck) != 0 && (out.flags & kFlagSeq) == 0;
-    return control && body_bytes == 0 ? DecodeError::kOk : DecodeError::kNoTransactions;
-  }
-
-  // Validate every transaction now so consumers can iterate without error paths.
-  std::span<const std::byte> rest = out.body;
-  for (std::size_t i = 0; i < out.txn_count; ++i) {
-    // An exhausted body means fewer transactions than announced, not a truncated one.
-    if (rest.empty()) return DecodeError::kTxnCountMismatch;
-    TxnView txn;
-    const DecodeError error = parse_txn(rest, txn);
-    if (error != DecodeError::kOk) return error;
-  }
-  if (!rest.empty()) return DecodeError::kTxnCountMismatch;
-  return DecodeError::kOk;
+  return check_body(out.body, out.flags, out.txn_count);
 }
 
-bool TxnCursor::next(TxnView& out) {
-  if (rest_.empty()) return false;
-  return parse_txn(rest_, out) == DecodeError::kOk;
+DecodeError validate_frame(std::span<const std::byte> frame, GpuId& src_gpu, Crc crc) {
+  if (frame.size() < kEthernetHeaderBytes) return DecodeError::kTruncatedEthernet;
+  if (load_u16(frame.data() + offsetof(EthernetHeader, ether_type)) != kEtherTypeFabric) {
+    return DecodeError::kNotFabric;
+  }
+  std::size_t body_bytes = 0;
+  DecodeError error = check_frame_header(frame, crc, body_bytes);
+  if (error != DecodeError::kOk) return error;
+  constexpr std::size_t kAt = kEthernetHeaderBytes;
+  error =
+      check_body(frame.subspan(kBodyOffset, body_bytes),
+                 load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, flags)),
+                 load_field<be::big_uint8_buf_t>(frame, kAt + offsetof(FrameHeader, txn_count)));
+  if (error == DecodeError::kOk) {
+    src_gpu = load_field<be::big_uint16_buf_t>(frame, kAt + offsetof(FrameHeader, src_gpu));
+  }
+  return error;
 }
 
 FrameBuilder::FrameBuilder(std::size_t frame_bytes_max, Crc crc)
@@ -256,7 +256,10 @@ void FrameBuilder::start(const FrameAddress& address) {
   address_ = address;
   frame_.clear();
   frame_.reserve(frame_bytes_max_);
-  frame_.resize(kBodyOffset);
+  // The headers, and room for the CRC at the end from the start: finish() then writes into a
+  // frame already of its final size instead of growing it once more (a zero-fill and a store
+  // of the vector's end, read back at once when the frame is handed out).
+  frame_.resize(kBodyOffset + kCrcBytes);
   txn_count_ = 0;
   last_txn_offset_ = 0;
   started_ = true;
@@ -264,11 +267,12 @@ void FrameBuilder::start(const FrameAddress& address) {
 
 bool FrameBuilder::fits(std::size_t payload_bytes) const {
   return started_ && txn_count_ < 255 &&
-         frame_.size() + kTxnHeaderBytes + payload_bytes + kCrcBytes <= frame_bytes_max_;
+         frame_.size() + kTxnHeaderBytes + payload_bytes <= frame_bytes_max_;
 }
 
 std::span<std::byte> FrameBuilder::append(const TxnFields& fields, std::size_t payload_bytes) {
-  last_txn_offset_ = frame_.size();
+  // Where the CRC's room was: it moves to the new end.
+  last_txn_offset_ = frame_.size() - kCrcBytes;
   frame_.resize(frame_.size() + kTxnHeaderBytes + payload_bytes);
   const std::span<std::byte> bytes(frame_);
   const std::size_t at = last_txn_offset_;
@@ -293,8 +297,8 @@ bool FrameBuilder::try_extend_posted_write(std::uint64_t address, std::span<cons
   const std::size_t length = header.length.value();
   if (header.address.value() + length != address) return false;
   if (length + data.size() > max_payload) return false;
-  if (frame_.size() + data.size() + kCrcBytes > frame_bytes_max_) return false;
-  frame_.insert(frame_.end(), data.begin(), data.end());
+  if (frame_.size() + data.size() > frame_bytes_max_) return false;
+  frame_.insert(frame_.end() - kCrcBytes, data.begin(), data.end());
   header.length = static_cast<std::uint16_t>(length + data.size());
   header.payload_bytes = static_cast<std::uint16_t>(length + data.size());
   store(std::span<std::byte>(frame_), last_txn_offset_, header);
@@ -303,11 +307,10 @@ bool FrameBuilder::try_extend_posted_write(std::uint64_t address, std::span<cons
 
 Frame FrameBuilder::finish(std::uint8_t flags, std::uint32_t seq, std::uint32_t ack,
                            std::uint8_t credits) {
-  // Room for the CRC first: the vector's end pointer, written here, is read back with its
-  // begin in one wide load when the frame is handed out below; written last, that load would
-  // wait for the store (a store-forwarding stall on every frame, see packed::store_field).
-  const std::size_t crc_offset = frame_.size();
-  frame_.resize(crc_offset + kCrcBytes);
+  // The CRC's room is there since start(): nothing grows the vector here, whose end pointer,
+  // written last, would be read back with its begin in one wide load when the frame is handed
+  // out below (a store-forwarding stall on every frame, see packed::store_field).
+  const std::size_t crc_offset = frame_.size() - kCrcBytes;
   const std::span<std::byte> bytes(frame_);
   store_ethernet_header(bytes, address_.dst_mac, address_.src_mac, kEtherTypeFabric);
   constexpr std::size_t kAt = kEthernetHeaderBytes;

@@ -13,6 +13,7 @@
 #include <boost/endian/buffers.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -129,9 +130,29 @@ enum class Opcode : std::uint8_t {
   kErrorResp = 0x0C,       // status says why; address echoes the faulting address
 };
 
-bool is_known_opcode(std::uint8_t value);
-bool is_request(Opcode opcode);
-bool is_atomic_request(Opcode opcode);
+// Inline: the simulator asks for every frame it launches, the endpoint for every transaction.
+constexpr bool is_known_opcode(std::uint8_t value) {
+  return value >= static_cast<std::uint8_t>(Opcode::kReadReq) &&
+         value <= static_cast<std::uint8_t>(Opcode::kErrorResp);
+}
+constexpr bool is_request(Opcode opcode) {
+  switch (opcode) {
+    case Opcode::kReadReq:
+    case Opcode::kWritePosted:
+    case Opcode::kWriteReq:
+    case Opcode::kAtomicFetchAdd:
+    case Opcode::kAtomicSwap:
+    case Opcode::kAtomicCas:
+    case Opcode::kFlushReq:
+      return true;
+    default:
+      return false;
+  }
+}
+constexpr bool is_atomic_request(Opcode opcode) {
+  return opcode == Opcode::kAtomicFetchAdd || opcode == Opcode::kAtomicSwap ||
+         opcode == Opcode::kAtomicCas;
+}
 const char* to_string(Opcode opcode);
 
 // Why a request failed. Carried in kErrorResp and in local error completions.
@@ -191,9 +212,18 @@ struct FrameView {
   std::span<const std::byte> body;  // the transactions, validated by decode_frame
 };
 
-// Reads only the Ethernet header. False if the frame is shorter than one.
-bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
-                   std::uint16_t& ether_type);
+// Reads only the Ethernet header. False if the frame is shorter than one. Inline, field by
+// field straight into the outputs: a switch calls it on every frame, and decode_frame too.
+inline bool peek_ethernet(std::span<const std::byte> frame, MacAddr& dst, MacAddr& src,
+                          std::uint16_t& ether_type) {
+  if (frame.size() < kEthernetHeaderBytes) return false;
+  std::memcpy(dst.octets.data(), frame.data() + offsetof(EthernetHeader, dst), dst.octets.size());
+  std::memcpy(src.octets.data(), frame.data() + offsetof(EthernetHeader, src), src.octets.size());
+  const std::size_t at = offsetof(EthernetHeader, ether_type);
+  ether_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(frame[at]) << 8 |
+                                          std::to_integer<unsigned>(frame[at + 1]));
+  return true;
+}
 
 // Whether frames carry a CRC-32C. Always kOn on a wire. kOff is the simulator's choice
 // (docs/simulator.md, "The CRC"): its frames only move between its own objects, which never
@@ -205,13 +235,43 @@ enum class Crc : std::uint8_t { kOn, kOff };
 // `out`. Bytes after the CRC (Ethernet padding) are ignored. Never reads outside `frame`.
 DecodeError decode_frame(std::span<const std::byte> frame, FrameView& out, Crc crc = Crc::kOn);
 
-// Iterates the transactions of a frame that decode_frame accepted.
+// The same checks as decode_frame, in the same order, so the same verdict for every frame, but
+// nothing decoded beyond the sender's GPU id (`src_gpu`, set when the result is kOk): what a
+// switch needs to admit a frame, without filling a whole FrameView it would throw away.
+DecodeError validate_frame(std::span<const std::byte> frame, GpuId& src_gpu, Crc crc = Crc::kOn);
+
+// Iterates the transactions of a frame that decode_frame accepted. decode_frame validated
+// every one of them, so next() only reads (inline: the endpoint calls it for every
+// transaction); it still checks the bounds, so even a misused cursor never reads outside the
+// body.
 class TxnCursor {
  public:
   explicit TxnCursor(const FrameView& frame) : rest_(frame.body) {}
-  bool next(TxnView& out);
+  bool next(TxnView& out) {
+    if (rest_.size() < kTxnHeaderBytes) return false;
+    const std::byte* at = rest_.data();
+    const std::size_t payload_bytes =
+        field<be::big_uint16_buf_t>(at, offsetof(TxnHeader, payload_bytes));
+    if (rest_.size() - kTxnHeaderBytes < payload_bytes) return false;
+    out.opcode = static_cast<Opcode>(at[offsetof(TxnHeader, opcode)]);
+    out.status = static_cast<Status>(at[offsetof(TxnHeader, status)]);
+    out.tag = field<be::big_uint16_buf_t>(at, offsetof(TxnHeader, tag));
+    out.length = field<be::big_uint16_buf_t>(at, offsetof(TxnHeader, length));
+    out.address = field<be::big_uint64_buf_t>(at, offsetof(TxnHeader, address));
+    out.payload = rest_.subspan(kTxnHeaderBytes, payload_bytes);
+    rest_ = rest_.subspan(kTxnHeaderBytes + payload_bytes);
+    return true;
+  }
 
  private:
+  // The field of type `Field` (a Boost.Endian buffer) at `offset` from `at`, copied out.
+  template <class Field>
+  static typename Field::value_type field(const std::byte* at, std::size_t offset) {
+    Field value;
+    std::memcpy(&value, at + offset, sizeof(Field));
+    return value.value();
+  }
+
   std::span<const std::byte> rest_;
 };
 
@@ -263,7 +323,7 @@ class FrameBuilder {
   std::size_t frame_bytes_max_;
   Crc crc_;
   FrameAddress address_;
-  Frame frame_;
+  Frame frame_;  // once started: the headers, the transactions, then kCrcBytes for the CRC
   std::size_t txn_count_ = 0;
   std::size_t last_txn_offset_ = 0;
   bool started_ = false;

@@ -24,15 +24,10 @@ class EventPool {
 
   // A free slot, its event to be filled in place by the caller.
   std::uint32_t allocate() {
-    std::uint32_t node = free_;
-    if (node == kNone) {
-      node = static_cast<std::uint32_t>(events_.size());
-      events_.emplace_back();
-      next_.push_back(kNone);
-    } else {
-      free_ = next_[node];
-      next_[node] = kNone;
-    }
+    const std::uint32_t node = free_;
+    if (node == kNone) return grow();
+    free_ = next_[node];
+    next_[node] = kNone;
     return node;
   }
   void release(std::uint32_t node) {
@@ -45,6 +40,15 @@ class EventPool {
   void link(std::uint32_t node, std::uint32_t after) { next_[after] = node; }
 
  private:
+  // A new slot at the end (no free one): rare once the pool has grown to the most events
+  // pending, so out of line.
+  [[gnu::noinline]] std::uint32_t grow() {
+    const auto node = static_cast<std::uint32_t>(events_.size());
+    events_.emplace_back();
+    next_.push_back(kNone);
+    return node;
+  }
+
   std::vector<Event> events_;
   std::vector<std::uint32_t> next_;  // the next event at the same time, or the next free slot
   std::uint32_t free_ = kNone;
@@ -54,20 +58,20 @@ class EventBucket {
  public:
   // Adds the event in pool slot `node`, at time `at`, after every event pushed before it.
   void push(std::uint32_t node, TimePs at, EventPool& pool) {
-    // The time's place, from the back: new events are mostly the latest so far.
-    std::size_t place = times_.size();
-    while (place > first_ && times_[place - 1].at > at) --place;
-    if (place > first_ && times_[place - 1].at == at) {
-      Time& time = times_[place - 1];
-      pool.link(node, time.tail);
-      time.tail = node;
-      return;
+    // The usual cases inline: the latest time so far, or a new latest time.
+    if (times_.size() > first_) {
+      Time& last = times_.back();
+      if (last.at == at) {
+        pool.link(node, last.tail);
+        last.tail = node;
+        return;
+      }
+      if (last.at > at) {
+        push_earlier(node, at, pool);
+        return;
+      }
     }
-    if (place == times_.size()) {  // the usual case: a new latest time
-      times_.push_back(Time{at, node, node});
-    } else {
-      times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place), Time{at, node, node});
-    }
+    times_.push_back(Time{at, node, node});
   }
   bool empty() const { return first_ == times_.size(); }
   // Precondition: !empty().
@@ -92,6 +96,19 @@ class EventBucket {
     std::uint32_t head;  // pool nodes: the FIFO of events at `at`
     std::uint32_t tail;
   };
+  // push() for a time earlier than the latest: its place, from the back.
+  [[gnu::noinline]] void push_earlier(std::uint32_t node, TimePs at, EventPool& pool) {
+    std::size_t place = times_.size();
+    while (place > first_ && times_[place - 1].at > at) --place;
+    if (place > first_ && times_[place - 1].at == at) {
+      Time& time = times_[place - 1];
+      pool.link(node, time.tail);
+      time.tail = node;
+      return;
+    }
+    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(place), Time{at, node, node});
+  }
+
   std::vector<Time> times_;  // sorted by `at` from first_; the ones before are used up
   std::size_t first_ = 0;
 };

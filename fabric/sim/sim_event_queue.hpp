@@ -67,6 +67,16 @@ class EventQueue {
   void insert(std::uint64_t index, std::uint32_t node);
   // Moves far events that the window (from base_) now reaches into their buckets.
   void take_far_events();
+  static void fill(Event& event, TimePs at, std::uint64_t seq, std::uint32_t kind,
+                   std::uint32_t target, std::uint32_t arg, const void* hint,
+                   std::uint32_t hint_lines);
+  [[gnu::noinline]] void push_far(TimePs at, std::uint64_t seq, std::uint32_t kind,
+                                  std::uint32_t target, std::uint32_t arg, const void* hint,
+                                  std::uint32_t hint_lines) {
+    Event event;
+    fill(event, at, seq, kind, target, arg, hint, hint_lines);
+    far_.push(event);
+  }
 
   EventPool pool_;                                // the calendar's events
   std::vector<EventBucket> buckets_;              // by absolute bucket index modulo kBuckets
@@ -91,12 +101,23 @@ inline std::uint64_t EventQueue::push(TimePs at, std::uint32_t kind, std::uint32
   // Never earlier than the window: an event in the past (a broken precondition) still comes
   // out first, as its bucket orders it before the others.
   if (index < base_) index = base_;
+  // Past the window (timeouts, probes): rare, and out of line, so that the usual push keeps
+  // no Event of its own on the stack and saves no registers for the heap's code.
+  if (index >= base_ + kBuckets) [[unlikely]] {
+    push_far(at, seq, kind, target, arg, hint, hint_lines);
+    return seq;
+  }
   // Written in place, field by field: an event built on the stack and copied was read back
   // in wide loads across its narrow stores, a store-forwarding stall on every push.
-  const bool far = index >= base_ + kBuckets;
-  Event far_event;
-  const std::uint32_t node = far ? EventPool::kNone : pool_.allocate();
-  Event& event = far ? far_event : pool_.event(node);
+  const std::uint32_t node = pool_.allocate();
+  fill(pool_.event(node), at, seq, kind, target, arg, hint, hint_lines);
+  insert(index, node);
+  return seq;
+}
+
+inline void EventQueue::fill(Event& event, TimePs at, std::uint64_t seq, std::uint32_t kind,
+                             std::uint32_t target, std::uint32_t arg, const void* hint,
+                             std::uint32_t hint_lines) {
   event.at = at;
   event.seq = seq;
   event.kind = kind & kMaxEventKind;
@@ -104,12 +125,6 @@ inline std::uint64_t EventQueue::push(TimePs at, std::uint32_t kind, std::uint32
   event.target = target & kMaxEventTarget;
   event.arg = arg;
   event.hint = hint;
-  if (far) {
-    far_.push(event);
-  } else {
-    insert(index, node);
-  }
-  return seq;
 }
 
 inline void EventQueue::insert(std::uint64_t index, std::uint32_t node) {

@@ -149,15 +149,16 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
 }
 
 bool SwitchCore::admit_fabric(Port& in, const Incoming& frame) {
-  wire::FrameView view;
+  // decode_frame's checks and verdicts, without decoding what the switch does not read.
+  GpuId src_gpu = kInvalidGpu;
   const wire::DecodeError error =
-      wire::decode_frame(frame.bytes, view, frame.corrupted ? wire::Crc::kOn : config_.crc);
+      wire::validate_frame(frame.bytes, src_gpu, frame.corrupted ? wire::Crc::kOn : config_.crc);
   if (error != wire::DecodeError::kOk) {
     count_malformed(in.counters, error);
     return false;
   }
   // The completer trusts the frame's source GPU for partition and rights checks.
-  if (in.bound && view.src_gpu != in.bound_gpu) {
+  if (in.bound && src_gpu != in.bound_gpu) {
     ++in.counters.drops_spoofed;
     return false;
   }
@@ -309,8 +310,15 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
     ++out.counters.drops_queue_full;
     return false;
   }
-  wire::Frame bytes = owner ? std::move(*owner) : wire::Frame(frame.begin(), frame.end());
-  out.queue.push_back(QueuedFrame{std::move(bytes), now, ingress});
+  // Filled in place: the entry's empty buffer and the runtime's trade places, no moves.
+  QueuedFrame& queued = out.queue.append();
+  if (owner) {
+    queued.bytes.swap(*owner);
+  } else {
+    queued.bytes.assign(frame.begin(), frame.end());
+  }
+  queued.enqueued_ns = now;
+  queued.ingress = ingress;
   out.queued_bytes += frame.size();
   if (out.queued_bytes > out.counters.queue_bytes_high_water) {
     out.counters.queue_bytes_high_water = out.queued_bytes;
@@ -342,11 +350,6 @@ void SwitchCore::set_faults(PortId ingress, const PortFaults& faults) {
 
 const PortFaults& SwitchCore::faults(PortId ingress) const {
   return ports_.at(ingress).faults;
-}
-
-const QueuedFrame* SwitchCore::front(PortId egress) const {
-  if (egress >= ports_.size() || ports_[egress].queue.empty()) return nullptr;
-  return &ports_[egress].queue.front();
 }
 
 void SwitchCore::pop(PortId egress) {

@@ -164,8 +164,12 @@ class SwitchCore {
   std::size_t held_frames(PortId ingress) const;
 
   // The egress side, drained by the runtime. Out-of-range ports read as empty.
-  // nullptr if empty; valid until the next call that adds to or takes from the queue.
-  const QueuedFrame* front(PortId egress) const;
+  // nullptr if empty; valid until the next call that adds to or takes from the queue. Inline:
+  // the simulator asks after every frame a port sends.
+  const QueuedFrame* front(PortId egress) const {
+    if (egress >= ports_.size() || ports_[egress].queue.empty()) return nullptr;
+    return &ports_[egress].queue.front();
+  }
   void pop(PortId egress);  // the runtime sent front(); counts tx
   // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
   // held is freed). `out` is left empty if there is nothing queued.

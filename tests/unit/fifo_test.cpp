@@ -72,5 +72,25 @@ TEST(Fifo, ElementsCanBeChangedInPlaceAndSwapped) {
   EXPECT_EQ(order, (std::vector<int>{7, 8, 9, 10, 11, 12, 14, 13}));
 }
 
+TEST(Fifo, AppendGivesADefaultItemInPlaceEvenInAReusedSlot) {
+  Fifo<std::uint32_t> plain;  // popped plain data is left in its slot: append resets it
+  Fifo<std::vector<int>> owning;
+  for (int round = 0; round < 20; ++round) {  // wraps around and grows
+    std::uint32_t& number = plain.append();
+    EXPECT_EQ(number, 0u);
+    number = 7;
+    std::vector<int>& values = owning.append();
+    EXPECT_TRUE(values.empty());
+    values.assign(3, round);
+    if (round % 3 != 0) {
+      plain.pop_front();
+      owning.pop_front();
+    }
+  }
+  EXPECT_EQ(plain.back(), 7u);
+  EXPECT_EQ(owning.back(), (std::vector<int>{19, 19, 19}));
+  EXPECT_EQ(plain.size(), owning.size());
+}
+
 }  // namespace
 }  // namespace ethx

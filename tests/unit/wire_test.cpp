@@ -132,9 +132,17 @@ struct RawFrame {
   }
 };
 
+// decode_frame's verdict; validate_frame (the switch's check) must reach the same one, and
+// the same source GPU, on every frame a test decodes this way.
 DecodeError decode(const Bytes& frame) {
   FrameView view;
-  return decode_frame(frame, view);
+  const DecodeError error = decode_frame(frame, view);
+  GpuId src_gpu = kInvalidGpu;
+  EXPECT_EQ(validate_frame(frame, src_gpu), error);
+  if (error == DecodeError::kOk) {
+    EXPECT_EQ(src_gpu, view.src_gpu);
+  }
+  return error;
 }
 
 std::vector<TxnView> txns_of(const FrameView& view) {
@@ -780,6 +788,35 @@ TEST(WireRobustness, RandomMutationsWithFixedUpCrcNeverCrash) {
   EXPECT_TRUE(seen.contains(DecodeError::kPayloadPastBody));
   EXPECT_TRUE(seen.contains(DecodeError::kBodyPastFrame));
   EXPECT_GT(accepted_bytes, 0u);
+}
+
+TEST(WireRobustness, ValidateFrameAgreesWithDecodeFrameOnMutatedFrames) {
+  const Frame base = rich_frame();
+  std::mt19937 rng(20240602);
+  std::set<DecodeError> seen;
+  for (int round = 0; round < 10'000; ++round) {
+    Bytes frame = base;
+    for (std::size_t m = 1 + rng() % 4; m > 0; --m) {
+      frame[rng() % frame.size()] = static_cast<std::byte>(rng() & 0xFF);
+    }
+    if (rng() % 8 == 0) frame.resize(rng() % (frame.size() + 1));
+    if (rng() % 2 == 0) fix_crc(frame);
+    for (const Crc crc : {Crc::kOn, Crc::kOff}) {
+      FrameView view;
+      const DecodeError error = decode_frame(frame, view, crc);
+      GpuId src_gpu = kInvalidGpu;
+      ASSERT_EQ(validate_frame(frame, src_gpu, crc), error) << "round " << round;
+      if (error == DecodeError::kOk) {
+        EXPECT_EQ(src_gpu, view.src_gpu);
+      }
+      seen.insert(error);
+    }
+  }
+  EXPECT_TRUE(seen.contains(DecodeError::kOk));
+  EXPECT_TRUE(seen.contains(DecodeError::kBadCrc));
+  EXPECT_TRUE(seen.contains(DecodeError::kUnknownOpcode));
+  EXPECT_TRUE(seen.contains(DecodeError::kBadLength));
+  EXPECT_TRUE(seen.contains(DecodeError::kTxnCountMismatch));
 }
 
 TEST(WireRobustness, RandomGarbageIsRejectedWithoutCrashing) {
