@@ -35,7 +35,7 @@ struct RnicConfig {
   std::uint32_t qpc_bytes = 232;
   std::uint32_t mpt_bytes = 64;
   std::uint32_t mtt_entry_bytes = 8;
-  std::uint64_t page_bytes = 64 * 1024;  // GPU memory pinned for RDMA: 64 KiB pages
+  std::uint64_t page_bytes = std::uint64_t{64} * 1024;  // GPU memory pinned for RDMA: 64 KiB pages
   // Packet processing: each packet (sent or received) occupies one of processing_units for
   // packet_ns plus every cache-miss fetch it waits for.
   std::uint32_t processing_units = 16;
