@@ -356,6 +356,8 @@ int sim(int argc, char** argv) {
       "bytes per message (default 4096; latency and message-rate workloads 8)")(
       "peers", po::value(&peers),
       "message-rate: each GPU cycles its operations over the next N GPUs (default: all)")(
+      "op", po::value(&options.op)->default_value("write"),
+      "message-rate: write | read (RDMA WRITEs or READs; load/store stores or loads)")(
       "seed", po::value(&options.seed)->default_value(1), "seed of the random workload")(
       "topology", po::value(&options.topology)->default_value("single"), "single | leaf-spine")(
       "repeat", po::value(&options.repeat)->default_value(1), "run the workload R times")(

@@ -19,6 +19,7 @@ SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   params.seed = request.seed;
   params.repeat = request.repeat;
   params.peers = request.peers;
+  params.reads = request.reads;
   params.hbm_bytes = config.hbm_bytes;
   params.max_op_bytes = fabric.max_op_bytes();
   const auto traffic = make_workload(request.workload, params);
@@ -28,6 +29,7 @@ SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   report.workload = to_string(request.workload);
   if (request.workload == WorkloadKind::kMessageRate) {
     report.peers = request.peers == 0 ? config.gpu_count - 1 : request.peers;
+    report.op = request.reads ? "read" : "write";
   }
   report.bytes = request.bytes;
   report.seed = request.seed;
@@ -70,6 +72,13 @@ SimRequest parse_request(const SimOptions& options, const TopologyConfig& config
   if (options.peers && *options.peers == 0)
     throw std::invalid_argument("--peers must be at least 1");
   request.peers = options.peers.value_or(0);
+  if (options.op != "write" && options.op != "read") {
+    throw std::invalid_argument("--op must be write or read (got \"" + options.op + "\")");
+  }
+  if (options.op == "read" && request.workload != WorkloadKind::kMessageRate) {
+    throw std::invalid_argument("--op applies to --workload message-rate only");
+  }
+  request.reads = options.op == "read";
   request.bytes = options.bytes.value_or(default_bytes(request.workload));
   request.seed = options.seed;
   request.repeat = options.repeat;

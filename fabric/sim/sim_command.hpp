@@ -22,6 +22,7 @@ struct SimOptions {
   std::string workload = "all-to-all";
   std::optional<std::uint64_t> bytes;  // default: default_bytes(workload)
   std::optional<std::size_t> peers;    // message-rate only
+  std::string op = "write";            // message-rate only: write or read
   std::uint64_t seed = 1;
   std::string topology = "single";
   std::uint64_t repeat = 1;
@@ -39,6 +40,7 @@ struct SimRequest {
   std::uint64_t seed = 1;
   std::uint64_t repeat = 1;
   std::size_t peers = 0;  // message-rate: 0 is every other GPU
+  bool reads = false;     // message-rate: reads instead of writes
   std::vector<LinkFault> link_faults;
 };
 

@@ -170,6 +170,7 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   out["topology"] = r.topology;
   out["workload"] = r.workload;
   out["peers"] = r.peers == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.peers);
+  out["op"] = r.op.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.op);
   out["bytes"] = r.bytes;
   out["seed"] = r.seed;
   out["repeat"] = r.repeat;

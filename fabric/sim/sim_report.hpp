@@ -52,6 +52,7 @@ struct SimReport {
   std::string topology;
   std::string workload;
   std::uint64_t peers = 0;  // message-rate: peers each GPU cycles through (0: not used)
+  std::string op;           // message-rate: "write" or "read" (empty: not used)
   std::uint64_t bytes = 0;
   std::uint64_t seed = 0;
   std::uint64_t repeat = 0;

@@ -131,6 +131,7 @@ class ListWorkload : public Workload {
       start_message(gpu, state);
     }
     op = next_piece(state.cursor, params_.max_op_bytes);
+    op.read = params_.reads;
     return true;
   }
 

@@ -44,6 +44,7 @@ struct WorkloadParams {
   std::uint64_t seed = 1;
   std::uint64_t repeat = 1;
   std::size_t peers = 0;  // message-rate: peers each GPU cycles through (0: all the others)
+  bool reads = false;     // message-rate: reads (RDMA READs) instead of writes
   std::uint64_t hbm_bytes = 64ull << 20;
   // Messages longer than this are issued as several operations (a write may not need more
   // tags than the requester has).

@@ -255,6 +255,27 @@ TEST(SimRoce, MessageRateFallsWhenTheQpsOutgrowTheQpcCache) {
   EXPECT_FALSE(stores_few.nic.has_value());
 }
 
+TEST(SimRoce, MessageRateReadsAreReadsOnBothEngines) {
+  TopologyConfig config = load_topology("");
+  config.resize(8);
+  SimRequest request = roce(WorkloadKind::kMessageRate, 8);
+  request.peers = 3;
+  const SimReport writes = simulate(config, request);
+  request.reads = true;
+  const SimReport reads = simulate(config, request);
+  ASSERT_TRUE(writes.complete && reads.complete && writes.nic && reads.nic);
+  EXPECT_EQ(reads.op, "read");
+  EXPECT_EQ(reads.ops_ok, 8 * kMessagesPerRepeat);
+  // Every READ's data is read from the responder's memory; inline WRITEs read nothing.
+  EXPECT_GE(reads.nic->counters.dma_reads, reads.ops_ok);
+  EXPECT_LT(writes.nic->counters.dma_reads, writes.ops_ok / 10);
+  request.engine = SimEngine::kLoadStore;
+  const SimReport loads = simulate(config, request);
+  ASSERT_TRUE(loads.complete);
+  EXPECT_EQ(loads.op, "read");
+  EXPECT_EQ(loads.ops_ok, 8 * kMessagesPerRepeat);
+}
+
 TEST(SimRoce, BadOptionsAndConfigAreNamed) {
   SimOptions options;
   options.gpus = 4;
@@ -262,6 +283,9 @@ TEST(SimRoce, BadOptionsAndConfigAreNamed) {
   EXPECT_EQ(run_sim_command(options), 2);
   options.engine = "roce";
   options.peers = 2;  // all-to-all takes no --peers
+  EXPECT_EQ(run_sim_command(options), 2);
+  options.workload = "message-rate";
+  options.op = "atomic";
   EXPECT_EQ(run_sim_command(options), 2);
   try {
     parse_topology("[rnic]\npage_bytes = 5000\n", "t.toml");
