@@ -40,6 +40,13 @@ std::size_t count_requests(std::span<const std::byte> frame) {
   return requests;
 }
 
+// The frame carries a link sequence number (reliable_links.hpp).
+bool is_sequenced(std::span<const std::byte> frame) {
+  constexpr std::size_t kFlagsOffset = wire::kEthernetHeaderBytes + 1;  // FrameHeader::flags
+  return frame.size() > kFlagsOffset &&
+         (std::to_integer<std::uint8_t>(frame[kFlagsOffset]) & wire::kFlagSeq) != 0;
+}
+
 }  // namespace
 
 const char* to_string(SimEngine engine) {
@@ -450,14 +457,20 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
     // completer's queue can be worked out now: one event per frame instead of two.
     // Frames with requests are handed over in completer order, frames with only responses
     // on arrival: each kind in its own FIFO, both monotonic, one event for each head.
+    // A sequenced frame (go-back-N) must reach the endpoint in sequence order, which checks
+    // the sequence as it takes the whole frame: one carrying only responses then waits behind
+    // the requests queued before it instead of overtaking them (a gap, a NAK, and every frame
+    // after it resent).
     const std::size_t requests = count_requests(frame);
     Gpu& state = gpus_[link.to.node];
     TimePs deliver = arrival;
-    const std::uint32_t fifo = requests > 0 ? 1 : 0;
+    const std::uint32_t fifo = requests > 0 || is_sequenced(frame) ? 1 : 0;
     if (requests > 0) {
       state.completer_busy_until =
           std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
       deliver = state.completer_busy_until;
+    } else if (fifo == 1) {
+      deliver = std::max(state.completer_busy_until, arrival);
     }
     // A frame with requests is read whole (a write's payload is copied into memory), the
     // others only up to their transaction headers.

@@ -149,19 +149,22 @@ TEST(SimFabric, TheResultsAreThoseOfTheEngineBeforeItWasMadeFaster) {
   EXPECT_EQ(spread.latency_p99_ps, 3'079'120u);
   EXPECT_EQ(spread.ops_ok, 4032u);
   // ethx sim --gpus 16 --config <kFaultyFabric> --workload random --repeat 6 --bytes 3000 --seed 2
+  // Changed on purpose once since: sequenced frames now reach the endpoint in sequence order
+  // (SimFabric.GoBackNFramesReachTheEndpointInSequenceOrder); before, answers overtaking
+  // queued requests made false gaps that resent about half of these frames.
   const SimReport faulty = simulate(parse_topology(kFaultyFabric, "t.toml"), TopologyKind::kSingle,
                                     WorkloadKind::kRandom, 3000, 2, 6);
-  EXPECT_EQ(faulty.events, 37287u);
-  EXPECT_EQ(faulty.frames_delivered, 12576u);
-  EXPECT_EQ(faulty.link_frames, 25248u);
-  EXPECT_EQ(faulty.makespan_ps, 92'409'360u);
-  EXPECT_EQ(faulty.latency_p50_ps, 3'713'520u);
-  EXPECT_EQ(faulty.latency_p99_ps, 13'119'520u);
-  EXPECT_EQ(faulty.drops, 67u);
+  EXPECT_EQ(faulty.events, 19871u);
+  EXPECT_EQ(faulty.frames_delivered, 6378u);
+  EXPECT_EQ(faulty.link_frames, 12810u);
+  EXPECT_EQ(faulty.makespan_ps, 67'923'680u);
+  EXPECT_EQ(faulty.latency_p50_ps, 3'422'780u);
+  EXPECT_EQ(faulty.latency_p99_ps, 6'825'420u);
+  EXPECT_EQ(faulty.drops, 44u);
   EXPECT_EQ(faulty.ops_ok, 1440u);
   ASSERT_EQ(faulty.switches.size(), 1u);
-  EXPECT_EQ(faulty.switches[0].rx_frames, 12672u);
-  EXPECT_EQ(faulty.switches[0].max_queue_bytes, 70014u);
+  EXPECT_EQ(faulty.switches[0].rx_frames, 6432u);
+  EXPECT_EQ(faulty.switches[0].max_queue_bytes, 43806u);
 }
 
 TEST(SimFabric, IncastOnASmallQueueDropsAndTheWritesTimeOut) {
