@@ -1,6 +1,7 @@
 #include "packet-engine/reliable_links.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace ethx {
@@ -29,10 +30,27 @@ ReliableLinks::ReliableLinks(const EngineConfig& config)
   }
 }
 
-void ReliableLinks::activate(GpuId peer) {
-  if (rx_[peer].active) return;
-  rx_[peer].active = true;
-  active_.push_back(peer);
+void ReliableLinks::arm(GpuId peer, TimeNs at_ns) {
+  PeerRx& rx = rx_[peer];
+  if (rx.armed_ns != kNotArmed && rx.armed_ns <= at_ns) return;
+  // An entry already in the heap for a later time becomes stale: armed_ns no longer names it.
+  rx.armed_ns = at_ns;
+  deadlines_.push_back(Deadline{at_ns, peer});
+  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+}
+
+void ReliableLinks::pop_deadline() {
+  std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+  deadlines_.pop_back();
+}
+
+TimeNs ReliableLinks::next_deadline(GpuId peer) const {
+  const PeerTx& tx = tx_[peer];
+  const PeerRx& rx = rx_[peer];
+  TimeNs next = kNotArmed;
+  if (!tx.unacked.empty()) next = tx.retransmit_at_ns;
+  if (rx.ack_owed) next = std::min(next, rx.ack_due_ns);
+  return next;
 }
 
 std::uint8_t ReliableLinks::take_ack_fields(GpuId dst, std::uint32_t& ack, std::uint8_t& credits) {
@@ -65,7 +83,6 @@ void ReliableLinks::send(GpuId dst, wire::FrameBuilder& builder, TimeNs now, Eff
   ++counters_.frames_held;
   ++frames_waiting_;
   peer.waiting.push_back(builder.finish());
-  activate(dst);
 }
 
 ReliableLinks::LinkStamp ReliableLinks::next_stamp(GpuId dst) {
@@ -78,12 +95,14 @@ ReliableLinks::LinkStamp ReliableLinks::next_stamp(GpuId dst) {
 void ReliableLinks::record_sent(GpuId dst, std::uint32_t seq, wire::Frame frame, TimeNs now,
                                 Effects& effects) {
   PeerTx& peer = tx_[dst];
-  if (peer.unacked.empty()) peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
+  if (peer.unacked.empty()) {
+    peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
+    arm(dst, peer.retransmit_at_ns);
+  }
   peer.unacked.push_back(SentFrame{seq, effects.copy_frame(frame), now, false});
   ++frames_unacked_;
   ++counters_.frames_sequenced;
   effects.send.push_back(std::move(frame));
-  activate(dst);
 }
 
 void ReliableLinks::resend_unacked(GpuId dst, TimeNs now, Effects& effects, std::size_t count) {
@@ -99,6 +118,7 @@ void ReliableLinks::resend_unacked(GpuId dst, TimeNs now, Effects& effects, std:
     effects.send.push_back(effects.copy_frame(sent.bytes));
   }
   peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
+  arm(dst, peer.retransmit_at_ns);
 }
 
 void ReliableLinks::release_waiting(GpuId dst, TimeNs now, Effects& effects) {
@@ -125,8 +145,10 @@ void ReliableLinks::on_ack(GpuId src, const wire::FrameView& frame, TimeNs now, 
   bool advanced = false;
   std::optional<TimeNs> rtt_ns;
   while (!peer.unacked.empty() && !seq_before(frame.ack, peer.unacked.front().seq)) {
-    const SentFrame& acked = peer.unacked.front();
+    SentFrame& acked = peer.unacked.front();
     if (!acked.resent) rtt_ns = now - acked.sent_ns;
+    // The copy's buffer builds a later frame instead of going back to the allocator.
+    effects.spare.push_back(std::move(acked.bytes));
     peer.unacked.pop_front();
     --frames_unacked_;
     advanced = true;
@@ -134,6 +156,7 @@ void ReliableLinks::on_ack(GpuId src, const wire::FrameView& frame, TimeNs now, 
   if (advanced) {
     ++counters_.acks_received;
     if (rtt_ns) sample_rtt(peer, *rtt_ns);
+    // Later than before: the heap's entry is moved when it comes up (poll_deadlines).
     peer.retransmit_at_ns = now + peer.retransmit_timeout_ns;
     if (peer.probing) {
       // The probe got through: whatever is still unacknowledged was lost after it.
@@ -173,7 +196,7 @@ void ReliableLinks::owe_ack(GpuId peer_id, TimeNs due_ns) {
   PeerRx& peer = rx_[peer_id];
   if (!peer.ack_owed || due_ns < peer.ack_due_ns) peer.ack_due_ns = due_ns;
   peer.ack_owed = true;
-  activate(peer_id);
+  arm(peer_id, peer.ack_due_ns);
 }
 
 void ReliableLinks::send_control(GpuId dst, bool nak, Effects& effects) {
@@ -265,36 +288,45 @@ void ReliableLinks::reset_peer(GpuId src) {
   rx.nak_sent = false;
 }
 
-void ReliableLinks::poll_active(TimeNs now, Effects& effects) {
-  std::size_t kept = 0;
-  for (const GpuId id : active_) {
-    PeerTx& peer = tx_[id];
-    PeerRx& rx = rx_[id];
-    if (!peer.unacked.empty()) {
-      if (now >= peer.retransmit_at_ns) {
-        ++counters_.retransmit_timeouts;
-        ++counters_.retransmitted_on_timer;
-        peer.retransmit_timeout_ns =
-            std::min(peer.retransmit_timeout_ns * 2, config_.reliability.retransmit_timeout_max_ns);
-        peer.probing = true;
-        resend_unacked(id, now, effects, 1);
-      }
-      effects.wake_no_later_than(peer.retransmit_at_ns);
-    }
-    if (rx.ack_owed) {
-      if (now >= rx.ack_due_ns) {
-        send_control(id, false, effects);
-      } else {
-        effects.wake_no_later_than(rx.ack_due_ns);
-      }
-    }
-    if (!peer.unacked.empty() || !peer.waiting.empty() || rx.ack_owed) {
-      active_[kept++] = id;
-    } else {
-      rx.active = false;
-    }
+void ReliableLinks::run_timers(GpuId id, TimeNs now, Effects& effects) {
+  PeerTx& peer = tx_[id];
+  PeerRx& rx = rx_[id];
+  if (!peer.unacked.empty() && now >= peer.retransmit_at_ns) {
+    ++counters_.retransmit_timeouts;
+    ++counters_.retransmitted_on_timer;
+    peer.retransmit_timeout_ns =
+        std::min(peer.retransmit_timeout_ns * 2, config_.reliability.retransmit_timeout_max_ns);
+    peer.probing = true;
+    resend_unacked(id, now, effects, 1);
   }
-  active_.resize(kept);
+  if (rx.ack_owed && now >= rx.ack_due_ns) send_control(id, false, effects);
+}
+
+void ReliableLinks::poll_deadlines(TimeNs now, Effects& effects) {
+  while (!deadlines_.empty()) {
+    const Deadline top = deadlines_.front();
+    PeerRx& rx = rx_[top.peer];
+    if (top.at_ns != rx.armed_ns) {  // stale: the peer was armed earlier since
+      pop_deadline();
+      continue;
+    }
+    const TimeNs next = next_deadline(top.peer);
+    if (next != top.at_ns) {  // moved later, or nothing left (an ACK rode on a frame)
+      pop_deadline();
+      rx.armed_ns = kNotArmed;
+      if (next != kNotArmed) arm(top.peer, next);
+      continue;
+    }
+    if (top.at_ns > now) {
+      effects.wake_no_later_than(top.at_ns);
+      return;
+    }
+    pop_deadline();
+    rx.armed_ns = kNotArmed;
+    run_timers(top.peer, now, effects);
+    const TimeNs again = next_deadline(top.peer);
+    if (again != kNotArmed) arm(top.peer, again);
+  }
 }
 
 }  // namespace ethx

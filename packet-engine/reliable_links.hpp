@@ -76,8 +76,10 @@ class ReliableLinks {
 
   // Retransmission timers and delayed ACKs; asks to be woken for the next one. Inline when
   // no peer has any (the usual case without sequencing): the engine polls after every frame.
+  // The peers' deadlines are kept in a heap, so a poll costs O(log peers), not O(peers): a GPU
+  // of a 1024-GPU all-to-all has a timer toward every other one.
   void poll(TimeNs now, Effects& effects) {
-    if (!active_.empty()) poll_active(now, effects);
+    if (!deadlines_.empty()) poll_deadlines(now, effects);
   }
 
   // Frames waiting for credit or for their ACK (what the runtime's back-pressure looks at).
@@ -105,7 +107,19 @@ class ReliableLinks {
     bool incarnation_known = false;
     bool ack_owed = false;
     bool nak_sent = false;  // one NAK per gap: cleared when the expected frame arrives
-    bool active = false;    // listed in active_ (has timers to run)
+    // The time of this peer's one live entry in deadlines_ (kNotArmed: none). It is never
+    // later than the peer's next deadline; a deadline that moved later is found when the
+    // entry reaches the top of the heap, and the entry is then moved.
+    TimeNs armed_ns = kNotArmed;
+  };
+  static constexpr TimeNs kNotArmed = ~TimeNs{0};
+  // A peer's entry in deadlines_, a min-heap on (at_ns, peer).
+  struct Deadline {
+    TimeNs at_ns = 0;
+    GpuId peer = 0;
+    bool operator>(const Deadline& other) const {
+      return at_ns != other.at_ns ? at_ns > other.at_ns : peer > other.peer;
+    }
   };
   struct PeerTx {
     std::uint32_t next_seq = 1;
@@ -142,16 +156,22 @@ class ReliableLinks {
   void send_control(GpuId dst, bool nak, Effects& effects);
   void owe_ack(GpuId peer, TimeNs due_ns);
   void sample_rtt(PeerTx& peer, TimeNs rtt_ns);
-  void activate(GpuId peer);
-  void poll_active(TimeNs now, Effects& effects);
+  // The peer has a deadline at `at_ns`: makes sure the heap holds an entry no later.
+  void arm(GpuId peer, TimeNs at_ns);
+  // The earliest of the peer's retransmission timer and owed ACK, if it has either.
+  TimeNs next_deadline(GpuId peer) const;
+  // Runs what is due for the peer: its retransmission timer, its delayed ACK.
+  void run_timers(GpuId peer, TimeNs now, Effects& effects);
+  void poll_deadlines(TimeNs now, Effects& effects);
+  void pop_deadline();
   // A frame from `src` carries `incarnation`: a new one resets the pair.
   void check_incarnation(GpuId src, std::uint32_t incarnation, TimeNs now, Effects& effects);
   void reset_peer(GpuId src);
 
   const EngineConfig& config_;
-  std::vector<PeerRx> rx_;     // indexed by GpuId
-  std::vector<PeerTx> tx_;     // indexed by GpuId
-  std::vector<GpuId> active_;  // peers with a timer or an owed ACK
+  std::vector<PeerRx> rx_;           // indexed by GpuId
+  std::vector<PeerTx> tx_;           // indexed by GpuId
+  std::vector<Deadline> deadlines_;  // min-heap (std::greater): peers with a timer or an owed ACK
   wire::FrameBuilder control_builder_;
   std::size_t frames_waiting_ = 0;
   std::size_t frames_unacked_ = 0;

@@ -123,6 +123,12 @@ class LossyFabric {
     return true;
   }
 
+  // Runs every event up to `at_ns`, then lets the clock reach it even if nothing happens.
+  void idle_until(TimeNs at_ns) {
+    if (at_ns > now_ns_) run_until([] { return false; }, at_ns - now_ns_);
+    now_ns_ = std::max(now_ns_, at_ns);
+  }
+
   bool run_until_completions(GpuId id, std::size_t count) {
     return run_until([&] { return completions_[id].size() >= count; });
   }
@@ -296,6 +302,46 @@ TEST(ReliableLinks, ATimerThatFiresOnASlowReceiverResendsOnlyAProbe) {
   for (int i = 0; i < 20; ++i) {
     EXPECT_TRUE(std::equal(data.begin(), data.end(), fabric.memory(1).begin() + 1024 * i)) << i;
   }
+}
+
+TEST(ReliableLinks, EachPeersTimerFiresOnItsOwnDeadlineAmongMany) {
+  // GPU 0's first frames to GPUs 2 and 3 are lost, its frame to GPU 1 is not: two timers fire
+  // (each once), GPU 1's, cleared by its ACK, never does.
+  LossyFabric fabric(4, {}, {});
+  std::map<GpuId, int> lost;
+  fabric.set_filter([&](GpuId from, GpuId to, const wire::FrameView& frame) {
+    if (from != 0 || to == 1 || !is_data_frame(frame)) return true;
+    return ++lost[to] > 1;
+  });
+  Effects effects;
+  for (GpuId peer : {GpuId{1}, GpuId{2}, GpuId{3}}) {
+    fabric.gpu(0).requester().atomic(peer, 64, AtomicOp::kFetchAdd, 8, peer, 0, fabric.now(),
+                                     effects);
+    fabric.kick(0, effects);
+  }
+  ASSERT_TRUE(fabric.run_until_completions(0, 3));
+  for (const Completion& completion : fabric.completions(0)) EXPECT_TRUE(completion.ok());
+  for (GpuId peer : {GpuId{1}, GpuId{2}, GpuId{3}})
+    EXPECT_EQ(host_u64(fabric.memory(peer), 64), peer);
+  EXPECT_EQ(fabric.gpu(0).links().counters().retransmit_timeouts, 2u);
+  EXPECT_GE(fabric.now(), kRetransmitTimeoutNs);
+  EXPECT_LT(fabric.now(), 2 * kRetransmitTimeoutNs) << "a timer fired late";
+}
+
+TEST(ReliableLinks, ATimerMovedLaterByAcksDoesNotFireAtItsOldTime) {
+  // A write every quarter of the timeout for three timeouts: each ACK moves the timer later,
+  // so it never expires although the first deadline passed long ago.
+  LossyFabric fabric(2, {}, {});
+  Effects effects;
+  const Bytes data = pattern(64, 9);
+  for (TimeNs i = 0; i < 12; ++i) {
+    fabric.gpu(0).requester().write_posted(1, 64 * i, data, fabric.now(), effects);
+    fabric.kick(0, effects);
+    fabric.idle_until((i + 1) * kRetransmitTimeoutNs / 4);
+  }
+  ASSERT_TRUE(fabric.run_until([&] { return fabric.gpu(0).links().frames_unacked() == 0; }));
+  EXPECT_GE(fabric.now(), 3 * kRetransmitTimeoutNs);
+  EXPECT_EQ(fabric.gpu(0).links().counters().retransmit_timeouts, 0u);
 }
 
 TEST(ReliableLinks, DuplicatedFramesNeverPerformAnAtomicTwice) {
