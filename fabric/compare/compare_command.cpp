@@ -17,8 +17,10 @@
 #include "fabric/compare/compare_plots.hpp"
 #include "fabric/compare/compare_report.hpp"
 #include "fabric/compare/compare_systems.hpp"
+#include "fabric/config/config_overlay.hpp"
 #include "fabric/control/fabric_launcher.hpp"
 #include "fabric/platform/process_signals.hpp"
+#include "fabric/sim/sim_memory.hpp"
 #include "fabric/transport/net/socket_transport.hpp"
 
 namespace ethx {
@@ -27,6 +29,13 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kQuickGpus = 4;
+
+// The scale section's GPU counts: ETH-X's 8-32 GPUs, and the simulator's reach. --quick stops
+// at 256: RoCEv2 at 1024 GPUs (a million queue pairs) takes about a minute on its own.
+std::vector<std::size_t> scale_gpu_counts(bool quick) {
+  if (quick) return {8, 32, 256};
+  return {8, 32, 256, 1024};
+}
 
 std::string command_line(const CompareOptions& options, std::size_t gpus,
                          const std::string& transport) {
@@ -133,9 +142,24 @@ CompareInputs report_inputs(const CompareOptions& options, const CompareSetup& s
   inputs.gpus = setup.topology.gpu_count;
   inputs.transport = setup.transport;
   inputs.command = command_line(options, setup.topology.gpu_count, setup.transport);
-  progress("modelled hardware figures (ethx sim and the RoCE estimate)");
-  inputs.model =
-      model_figures(setup.topology, plan.latency_sizes, plan.batches, inputs.path_mtu_bytes);
+  progress("modelled hardware figures (ethx sim, both engines)");
+  ModelRequest model;
+  model.config = load_topology(options.config_path, 2);
+  model.config_path = options.config_path;
+  model.sizes = plan.latency_sizes;
+  inputs.model = model_figures(model);
+  // Frames in flight take up to about 1 MiB per simulated GPU (as in `ethx sim`).
+  sim::grow_heap_with_huge_pages(std::size_t{1024} << 20);
+  // RoCEv2's RC transport always retransmits; load/store does when [reliability] says so.
+  // Incast at 256 GPUs and more overflows an egress queue, so the scale runs turn it on in a
+  // config of their own, kept in the report directory for the rows' command lines.
+  const std::string scale_config = (setup.out_dir / "scale.toml").string();
+  ConfigOverlay overlay;
+  overlay.reliability_mode = "go-back-n";
+  write_config_overlay(options.config_path, overlay, scale_config);
+  inputs.model["scale"] =
+      scale_figures(scale_config, scale_gpu_counts(options.quick),
+                    [&progress](const std::string& command) { progress("scale: " + command); });
   progress("plots (gnuplot)");
   inputs.plots = draw_compare_plots(inputs, setup.out_dir, inputs.plot_error);
   if (inputs.plots.empty()) std::cerr << "ethx compare: no plots: " << inputs.plot_error << "\n";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include "fabric/bench/compare_wire.hpp"
 #include "fabric/compare/compare_report.hpp"
@@ -289,16 +290,79 @@ std::optional<double> model_value(const json& model, const char* list, const cha
   return std::nullopt;
 }
 
-// The hardware model: an 8 B load against an 8 B RoCEv2 READ.
+// The hardware model: an 8 B load against an 8 B RoCEv2 READ, both in ethx sim.
 Sentences model_conclusions(const json& model) {
   if (model.is_null()) return {};
   const auto load = model_value(model, "latency_ns", kSystemLoadStore, "load", 8, "ns");
   const auto read = model_value(model, "latency_ns", kSystemRoceEngine, "read", 8, "ns");
   if (!load || !read) return {};
-  return {"In the hardware model, an 8 B load takes " + sig3(*load) + " ns (ethx sim) " +
-          "vs an estimated " + sig3(*read) + " ns for a RoCEv2 READ (" +
-          ratio_words("load/store", *load, *read, "lower", "higher") + "), of which " +
-          model["parameters"]["roce_doorbell_ns"].dump() + " ns is the MMIO doorbell."};
+  return {"In the hardware model (ethx sim), an 8 B load takes " + sig3(*load) + " ns vs " +
+          sig3(*read) + " ns for a RoCEv2 READ (" +
+          ratio_words("load/store", *load, *read, "lower", "higher") + "); the READ pays the " +
+          model["parameters"].value("rnic_doorbell_ns", json(0)).dump() +
+          " ns MMIO doorbell and the NIC's PCIe round trips that a load does not."};
+}
+
+// The scale rows of one workload and system, by GPU count.
+std::vector<const json*> scale_rows(const json& model, const char* workload, const char* system) {
+  std::vector<const json*> rows;
+  if (!model.is_object() || !model.contains("scale")) return rows;
+  for (const json& row : model["scale"]["rows"]) {
+    if (row["workload"] == workload && row["system"] == system) rows.push_back(&row);
+  }
+  return rows;
+}
+
+// The last (largest GPU count) load/store and RoCEv2 rows of a scale workload, if both ran.
+std::optional<std::pair<const json*, const json*>> largest_pair(const json& model,
+                                                                const char* workload) {
+  const auto ls = scale_rows(model, workload, kSystemLoadStore);
+  const auto roce = scale_rows(model, workload, kSystemRoceEngine);
+  if (ls.empty() || ls.size() != roce.size()) return std::nullopt;
+  return std::make_pair(ls.back(), roce.back());
+}
+
+Sentences all_to_all_conclusion(const json& model) {
+  const auto pair = largest_pair(model, "all-to-all");
+  if (!pair) return {};
+  const json& ls = *pair->first;
+  const json& roce = *pair->second;
+  const double ours = ls["completion_us"].get<double>();
+  const double theirs = roce["completion_us"].get<double>();
+  return {"At " + ls["gpus"].dump() + " GPUs, a 4 KiB all-to-all completes in " + sig3(ours) +
+          " µs over load/store vs " + sig3(theirs) + " µs over RoCEv2 (" +
+          ratio_words("load/store", ours, theirs, "faster", "slower") +
+          "); RoCEv2's NIC misses its QP-context cache on " +
+          percent(roce["qpc_miss_rate"].get<double>()) + " of lookups and each GPU holds " +
+          sig3(roce["connection_state_bytes_per_gpu"].get<double>() / 1024.0) +
+          " KiB of QP state."};
+}
+
+Sentences incast_conclusion(const json& model) {
+  const auto pair = largest_pair(model, "incast");
+  if (!pair) return {};
+  auto outcome = [](const json& row) {
+    return sig3(row["completion_us"].get<double>()) + " µs with " + row["ops_failed"].dump() +
+           " failed ops and " + row["drops"].dump() + " frames dropped";
+  };
+  return {"Incast at " + pair->first->at("gpus").dump() +
+          " GPUs (4 KiB each into GPU 0): load/store finished in " + outcome(*pair->first) +
+          " at full queues, RoCEv2 in " + outcome(*pair->second) + "."};
+}
+
+// How the 8 B message rate over every peer moved from the smallest to the largest count.
+Sentences message_rate_conclusion(const json& model) {
+  const auto ls = scale_rows(model, "message-rate", kSystemLoadStore);
+  const auto roce = scale_rows(model, "message-rate", kSystemRoceEngine);
+  if (ls.size() < 2 || roce.size() < 2) return {};
+  auto words = [](const json& first, const json& last) {
+    return sig3(first["mops"].get<double>()) + " Mops/s at " + first["gpus"].dump() + " GPUs to " +
+           sig3(last["mops"].get<double>()) + " at " + last["gpus"].dump();
+  };
+  return {"With 8 B writes to every peer, RoCEv2's message rate per GPU goes from " +
+          words(*roce.front(), *roce.back()) + " (QPC miss rate " +
+          percent((*roce.back())["qpc_miss_rate"].get<double>()) + "); load/store's from " +
+          words(*ls.front(), *ls.back()) + "."};
 }
 
 // Systems that were not measured, or whose figures were not verified, and why.
@@ -334,6 +398,9 @@ std::vector<std::string> compare_conclusions(const CompareInputs& inputs) {
     append(out, connection_state_conclusions(*roce));
   }
   append(out, model_conclusions(inputs.model));
+  append(out, all_to_all_conclusion(inputs.model));
+  append(out, incast_conclusion(inputs.model));
+  append(out, message_rate_conclusion(inputs.model));
   append(out, status_conclusions(inputs.systems));
   return out;
 }

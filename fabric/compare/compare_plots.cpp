@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 
+#include "fabric/compare/compare_systems.hpp"
+
 namespace ethx {
 namespace {
 
@@ -104,9 +106,31 @@ std::vector<Series> write_modelled_series(const CompareInputs& inputs,
   return modelled;
 }
 
+// The modelled scale section: one line per (workload, system) of `workloads`, "gpus value".
+std::vector<Series> write_scale_series(const CompareInputs& inputs,
+                                       const std::vector<std::string>& workloads, const char* field,
+                                       const std::filesystem::path& directory) {
+  std::vector<Series> lines;
+  if (!inputs.model.is_object() || !inputs.model.contains("scale")) return lines;
+  for (const std::string& workload : workloads) {
+    for (const char* system : {kSystemLoadStore, kSystemRoceEngine}) {
+      const std::string file = "scale_" + file_safe(workload + "_" + system) + ".dat";
+      std::ofstream out(directory / file);
+      for (const json& row : inputs.model["scale"]["rows"]) {
+        if (row["workload"] == workload && row["system"] == system) {
+          out << row["gpus"] << " " << row[field].get<double>() << "\n";
+        }
+      }
+      lines.push_back(Series{workload + " " + system, file});
+    }
+  }
+  return lines;
+}
+
 // The lines of every plot, their data files written into the report directory.
 struct PlotSeries {
   std::vector<Series> latency, bandwidth, shmem_latency, shmem_bandwidth, modelled, wire;
+  std::vector<Series> scale_completion, scale_rate;
 };
 
 PlotSeries write_plot_data(const CompareInputs& inputs, const std::filesystem::path& directory) {
@@ -122,6 +146,9 @@ PlotSeries write_plot_data(const CompareInputs& inputs, const std::filesystem::p
                                         "shmem_bandwidth", "ethx-shmem-", put_get);
   series.wire = write_wire_series(inputs, directory);
   series.modelled = write_modelled_series(inputs, directory);
+  series.scale_completion =
+      write_scale_series(inputs, {"all-to-all", "incast"}, "completion_us", directory);
+  series.scale_rate = write_scale_series(inputs, {"message-rate"}, "mops", directory);
   return series;
 }
 
@@ -176,10 +203,18 @@ std::vector<std::string> write_plot_script(const PlotSeries& series,
              "Gbit/s", true, series.shmem_bandwidth);
   script.line("set key top left");
   script.add("modelled_latency",
-             "modelled hardware latency (load/store: ethx sim; RoCEv2: estimate, docs/compare.md)",
+             "modelled hardware latency (ethx sim: load/store, RoCEv2 behind the NIC model)",
              "latency (ns)", true, series.modelled);
   script.add("wire_efficiency", "wire efficiency vs payload (from the encoders)",
              "payload / wire bytes (%)", false, series.wire);
+  script.line("set xlabel 'GPUs'");
+  script.add("scale_completion",
+             "modelled completion time vs GPUs (ethx sim, 4 KiB per message, one switch)",
+             "completion (us)", true, series.scale_completion);
+  script.line("set key top right");
+  script.add("scale_message_rate",
+             "modelled 8 B message rate per GPU, every peer (ethx sim; RoCEv2: one QP per peer)",
+             "Mops/s per GPU", true, series.scale_rate);
   return script.finish();
 }
 

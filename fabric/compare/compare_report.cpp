@@ -108,52 +108,6 @@ void wire_table(std::ostringstream& out, const CompareInputs& inputs) {
   }
 }
 
-void model_tables(std::ostringstream& out, const CompareInputs& inputs) {
-  const json& model = inputs.model;
-  out << "Modelled latency (ns, idle single switch):\n\n| transfer | load/store load (ethx sim) | "
-         "RoCEv2 WRITE (estimate) | RoCEv2 READ (estimate) |\n|---:|---:|---:|---:|\n";
-  std::set<std::uint64_t> sizes;
-  for (const json& row : model["latency_ns"]) sizes.insert(row["bytes"].get<std::uint64_t>());
-  auto lookup = [&](const char* list, const char* system, const char* op, std::uint64_t bytes,
-                    const char* field) -> std::string {
-    for (const json& row : model[list]) {
-      if (row["system"] == system && row["op"] == op && row["bytes"] == bytes) {
-        return sig3(row[field].get<double>());
-      }
-    }
-    return "–";
-  };
-  for (std::uint64_t bytes : sizes) {
-    out << "| " << size_label(bytes) << " | "
-        << lookup("latency_ns", kSystemLoadStore, "load", bytes, "ns") << " | "
-        << lookup("latency_ns", kSystemRoceEngine, "write", bytes, "ns") << " | "
-        << lookup("latency_ns", kSystemRoceEngine, "read", bytes, "ns") << " |\n";
-  }
-  out << "\nModelled bandwidth (Gbit/s, one " << sig3(model["parameters"]["link_rate_gbps"])
-      << " Gbit/s link, serialization-bound):\n\n| transfer | load/store posted write | RoCEv2 "
-         "WRITE | RoCEv2 READ |\n|---:|---:|---:|---:|\n";
-  for (std::uint64_t bytes : sizes) {
-    out << "| " << size_label(bytes) << " | "
-        << lookup("bandwidth_gbps", kSystemLoadStore, "write", bytes, "gbps") << " | "
-        << lookup("bandwidth_gbps", kSystemRoceEngine, "write", bytes, "gbps") << " | "
-        << lookup("bandwidth_gbps", kSystemRoceEngine, "read", bytes, "gbps") << " |\n";
-  }
-  out << "\nModelled 8 B message rate:\n\n| system | WRs per doorbell | Mops/s "
-         "|\n|---|---:|---:|\n";
-  for (const json& row : model["message_rate_mops"]) {
-    out << "| " << row["system"].get<std::string>() << " | " << row["batch"] << " | "
-        << sig3(row["mops"].get<double>()) << " |\n";
-  }
-  out << "\nParameters: ";
-  bool first = true;
-  for (const auto& [name, value] : model["parameters"].items()) {
-    out << (first ? "" : ", ") << "`" << name << "` = " << value.dump();
-    first = false;
-  }
-  out << ".\n\nWhere each number comes from:\n\n";
-  for (const json& source : model["sources"]) out << "- " << source.get<std::string>() << "\n";
-}
-
 void systems_table(std::ostringstream& out, const CompareInputs& inputs) {
   out << "| system | transport | status | verified | notes |\n|---|---|---|---|---|\n";
   for (const json& system : inputs.systems) {
@@ -281,8 +235,9 @@ std::string render_compare_report(const CompareInputs& inputs) {
   if (inputs.model.is_null()) {
     out << "Not computed.\n";
   } else {
-    model_tables(out, inputs);
+    out << render_model_section(inputs.model);
   }
+  out << "\n## Scale (modelled)\n\n" << render_scale_section(inputs.model);
   out << "\n## Plots\n\n";
   if (inputs.plots.empty()) out << "No plots: " << inputs.plot_error << "\n";
   for (const std::string& plot : inputs.plots) out << "![" << plot << "](" << plot << ")\n\n";

@@ -49,6 +49,10 @@ nlohmann::json wire_rows(const std::vector<std::uint32_t>& sizes, std::size_t fr
 // Sentences computed from the measured (and modelled) numbers; one per finding.
 std::vector<std::string> compare_conclusions(const CompareInputs& inputs);
 
+// The modelled-hardware section and the scale section (compare_model_report.cpp).
+std::string render_model_section(const nlohmann::json& model);
+std::string render_scale_section(const nlohmann::json& model);
+
 std::string render_compare_report(const CompareInputs& inputs);
 
 }  // namespace ethx

@@ -29,6 +29,8 @@ SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   report.workload = to_string(request.workload);
   if (request.workload == WorkloadKind::kMessageRate) {
     report.peers = request.peers == 0 ? config.gpu_count - 1 : request.peers;
+  }
+  if (request.workload == WorkloadKind::kMessageRate || request.reads) {
     report.op = request.reads ? "read" : "write";
   }
   report.bytes = request.bytes;
@@ -50,7 +52,36 @@ SimReport simulate(const TopologyConfig& config, TopologyKind topology, Workload
   return simulate(config, request);
 }
 
+std::string command_line(std::size_t gpus, const SimRequest& request,
+                         const std::string& config_path) {
+  std::string text = "ethx sim --gpus " + std::to_string(gpus);
+  if (!config_path.empty()) text += " --config " + config_path;
+  if (request.engine != SimEngine::kLoadStore)
+    text += std::string(" --engine ") + to_string(request.engine);
+  if (request.topology != TopologyKind::kSingle) {
+    text += std::string(" --topology ") + to_string(request.topology);
+  }
+  text += std::string(" --workload ") + to_string(request.workload);
+  text += " --bytes " + std::to_string(request.bytes);
+  if (request.repeat != 1) text += " --repeat " + std::to_string(request.repeat);
+  if (request.seed != 1) text += " --seed " + std::to_string(request.seed);
+  if (request.peers != 0) text += " --peers " + std::to_string(request.peers);
+  if (request.reads) text += " --op read";
+  return text;
+}
+
 namespace {
+
+// The workloads whose operations --op read turns into reads: those that send lists of
+// messages (the latency workloads have their own read and write forms).
+bool takes_op(WorkloadKind kind) {
+  return kind == WorkloadKind::kMessageRate || kind == WorkloadKind::kIncast ||
+         kind == WorkloadKind::kAllToAll || kind == WorkloadKind::kRandom;
+}
+
+std::string op_workload_names() {
+  return "message-rate, incast, all-to-all and random";
+}
 
 SimRequest parse_request(const SimOptions& options, const TopologyConfig& config) {
   SimRequest request;
@@ -75,8 +106,8 @@ SimRequest parse_request(const SimOptions& options, const TopologyConfig& config
   if (options.op != "write" && options.op != "read") {
     throw std::invalid_argument("--op must be write or read (got \"" + options.op + "\")");
   }
-  if (options.op == "read" && request.workload != WorkloadKind::kMessageRate) {
-    throw std::invalid_argument("--op applies to --workload message-rate only");
+  if (options.op == "read" && !takes_op(request.workload)) {
+    throw std::invalid_argument("--op applies to --workload " + op_workload_names() + " only");
   }
   request.reads = options.op == "read";
   request.bytes = options.bytes.value_or(default_bytes(request.workload));

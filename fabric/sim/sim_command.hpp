@@ -52,6 +52,11 @@ SimReport simulate(const TopologyConfig& config, TopologyKind topology, Workload
                    std::uint64_t bytes, std::uint64_t seed, std::uint64_t repeat,
                    const std::vector<LinkFault>& link_faults = {});
 
+// The `ethx sim` command line that repeats `request` on `gpus` GPUs (config_path empty: the
+// embedded default), so a figure taken from simulate() can say how to reproduce it.
+std::string command_line(std::size_t gpus, const SimRequest& request,
+                         const std::string& config_path = "");
+
 // The whole command; returns the exit status (1 if the workload did not complete).
 int run_sim_command(const SimOptions& options);
 

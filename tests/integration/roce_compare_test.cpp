@@ -86,7 +86,10 @@ TEST(CompareCli, QuickReportHasThreeSystemsAndPlots) {
   EXPECT_NE(report.find("## Bandwidth"), std::string::npos);
   EXPECT_NE(report.find("## Header bytes and wire efficiency"), std::string::npos);
   EXPECT_NE(report.find("## Modelled hardware"), std::string::npos);
+  EXPECT_NE(report.find("## Scale (modelled)"), std::string::npos);
   EXPECT_NE(report.find("## Conclusions"), std::string::npos);
+  // The scale plot is drawn, and every scale row came from ethx sim at 8, 32 and 256 GPUs.
+  EXPECT_NE(report.find("](scale_completion."), std::string::npos) << report;
   // Soft-RoCE is measured where VMs can run (root, QEMU and the RDMA image built, as in CI);
   // elsewhere the report names why it is missing instead of failing.
   const bool softroce_measured = report.find("| soft-roce | write |") != std::string::npos;
@@ -109,6 +112,14 @@ TEST(CompareCli, QuickReportHasThreeSystemsAndPlots) {
   }
   EXPECT_GE(images, 2);
   const nlohmann::json systems = nlohmann::json::parse(read_file(out / "systems.json"));
+  const nlohmann::json& scale = systems["model"]["scale"];
+  EXPECT_EQ(scale["gpu_counts"], nlohmann::json::array({8, 32, 256}));
+  ASSERT_EQ(scale["rows"].size(), 18u);
+  for (const nlohmann::json& row : scale["rows"]) {
+    EXPECT_TRUE(row["complete"].get<bool>()) << row;
+    EXPECT_EQ(row["ops_failed"], 0) << row;
+    EXPECT_EQ(row["command"].get<std::string>().rfind("ethx sim --gpus ", 0), 0u) << row;
+  }
   // A measured Soft-RoCE brings the load/store benches of its two VMs as a 4th system, and the
   // OpenSHMEM benchmark over both backends in the same VMs as the 5th and 6th.
   if (softroce_measured) {
