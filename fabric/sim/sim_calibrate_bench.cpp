@@ -143,6 +143,12 @@ BenchData read_bench_report(const json& report) {
     }
     data.engine = SimEngine::kRoce;
   }
+  // Reports from before the field existed say nothing: their experiments are taken as --quick's.
+  if (report.contains("quick") && report["quick"] != true) {
+    throw CalibrationError(
+        "field \"quick\" of the bench report is " + report["quick"].dump() +
+        ": --calibrate reproduces the experiments of `ethx bench --quick --json`");
+  }
   data.gpus = static_cast<std::size_t>(number_at(report, "gpus"));
   if (data.gpus < 2) throw CalibrationError("field \"gpus\" of the bench report must be >= 2");
   if (report.contains("transport") && report["transport"].is_string()) {

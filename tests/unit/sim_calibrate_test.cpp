@@ -158,6 +158,12 @@ TEST(SimCalibrate, ABadReportNamesTheField) {
   EXPECT_NE(error_of(report).find("\"read_latency_ns.512.p50\""), std::string::npos);
   EXPECT_NE(error_of(json::array()).find("not a JSON object"), std::string::npos);
   report = skeleton(false, config);
+  report["quick"] = false;  // a full run's sizes and counts are not the experiments here
+  EXPECT_NE(error_of(report).find("field \"quick\" of the bench report is false"),
+            std::string::npos);
+  report["quick"] = true;
+  EXPECT_EQ(error_of(report), "no error");
+  report = skeleton(false, config);
   report["frame_bytes_max"] = 9000;
   EXPECT_THROW(calibrate(read_bench_report(report), config), CalibrationError);
 }
