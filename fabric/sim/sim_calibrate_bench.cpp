@@ -70,7 +70,7 @@ void read_load_store(const json& report, BenchData& data) {
       report.contains("switch_echo_rtt_ns") ? "switch_echo_rtt_ns.p50" : "baseline_rtt_ns.p50";
   add(data, report, echo, Metric::kEchoRttNs, SimRequest{}, true);
   add(data, report, "load_latency_ns.p50", Metric::kP50Ns,
-      latency(WorkloadKind::kReadLatency, 8, kPlan.latency_samples), false);
+      latency(WorkloadKind::kReadLatency, 8, kPlan.latency_samples), true);
   for (std::uint32_t size : {64u, 256u, 1024u, 4096u}) {
     add(data, report, "store_bandwidth_gbps." + std::to_string(size), Metric::kGbps,
         stream(StreamOp::kPostedWrite, size, kPlan.store_total_bytes / size, 1),

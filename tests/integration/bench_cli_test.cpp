@@ -62,7 +62,7 @@ TEST(BenchCli, JsonReportHasTheDocumentedKeysAndNoMismatches) {
   const nlohmann::json table = nlohmann::json::parse(calibrated.output);
   EXPECT_EQ(table["engine"], "load-store");
   EXPECT_EQ(table["gpus"], 4);
-  EXPECT_EQ(table["fitted"].size(), 3u);
+  EXPECT_EQ(table["fitted"].size(), 4u);
   ASSERT_EQ(table["figures"].size(), 9u);
   for (const nlohmann::json& row : table["figures"]) {
     EXPECT_GT(row["predicted"].get<double>(), 0.0) << row.dump();

@@ -87,19 +87,23 @@ TEST(SimCalibrate, ALoadStoreReportOfTheModelCalibratesBackToItsParameters) {
   truth.link_propagation_ns = 0;  // the calibration's mapping (sim_calibrate.cpp)
   truth.switch_forwarding_latency_ns = 0;
   truth.request_timeout_ns = 3'600'000'000'000;
-  truth.sim_completer_ns = 0;
-  truth.link_rate_gbps = 24.5;
+  // The link, not the completer (3 transactions of 650 ns), must bind a 4 KiB store, or the
+  // rate is not told by that figure: 4 KiB take 2.8 us at 12 Gbit/s.
+  truth.link_rate_gbps = 12.0;
   truth.sim_issue_ns = 310;
   truth.sim_nic_latency_ns = 1900;
+  truth.sim_completer_ns = 650;
   const BenchData data = read_bench_report(synthesised_report(false, truth));
   const Calibration calibration = calibrate(data, load_topology("", kGpus));
-  EXPECT_NEAR(calibration.config.link_rate_gbps, 24.5, 24.5e-4);
+  EXPECT_NEAR(calibration.config.link_rate_gbps, 12.0, 12e-4);
   EXPECT_EQ(calibration.config.sim_issue_ns, 310);
   EXPECT_EQ(calibration.config.sim_nic_latency_ns, 1900);
-  ASSERT_EQ(calibration.fitted.size(), 3u);
+  EXPECT_EQ(calibration.config.sim_completer_ns, 650);
+  ASSERT_EQ(calibration.fitted.size(), 4u);
   EXPECT_EQ(calibration.fitted[0].fitted_to, "store_bandwidth_gbps.4096");
   EXPECT_EQ(calibration.fitted[1].fitted_to, "store_bandwidth_gbps.64");
   EXPECT_EQ(calibration.fitted[2].fitted_to, "baseline_rtt_ns.p50");
+  EXPECT_EQ(calibration.fitted[3].fitted_to, "load_latency_ns.p50");
   expect_predicted_exactly(data, calibration);
 }
 
