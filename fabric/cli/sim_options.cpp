@@ -35,8 +35,10 @@ SimCommandLine parse_sim_command_line(int argc, const char* const* argv) {
       "GPU@TIME_NS[-UNTIL_NS]: GPU's switch port goes down at modelled time TIME_NS (and up "
       "at UNTIL_NS); repeatable")(
       "calibrate", po::value(&line.options.calibrate_path),
-      "FILE: an `ethx bench [--engine roce] --json` report; fit the model's per-hop and "
-      "per-frame costs to some of its figures, predict all of them (with --config, --json)");
+      "FILE: a report of `ethx bench [--engine roce] --quick --json`; fit the model's per-hop, "
+      "per-operation and per-byte costs to a few of its figures, run the bench's experiments "
+      "and print measured against predicted for every figure (only --config and --json go "
+      "with it)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, description), vm);
   std::ostringstream help;

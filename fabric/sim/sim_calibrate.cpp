@@ -40,7 +40,7 @@ void map_emulator(const BenchData& data, Calibration& out) {
   out.mapped.push_back(
       "link.propagation_ns = 0, switch.forwarding_latency_ns = 0: a hop of the emulator (a "
       "shared-memory ring and a process wake-up) is one cost, fitted as sim.nic_latency_ns, "
-      "paid at both ends of every link");
+      "which the model charges once per hop");
   if (data.engine != SimEngine::kRoce) return;
   RnicConfig& rnic = config.rnic;
   rnic.processing_units = 1;
