@@ -315,6 +315,7 @@ int finish_report(json& report, const BenchOptions& options, const TopologyConfi
                   std::chrono::steady_clock::time_point wall_start) {
   report["gpus"] = topology.gpu_count;
   report["transport"] = transport;
+  report["quick"] = options.quick;  // which plan: ethx sim --calibrate reproduces --quick's
   report["frame_bytes_max"] = topology.frame_bytes_max;
   report["reliability"] = topology.reliability.enabled ? "go-back-n" : "off";
   const LoadStoreBenchPlan plan = bench_plan(options.quick).load_store;

@@ -124,6 +124,7 @@ int run_roce_bench(const BenchOptions& options) {
   report["engine"] = "roce";
   report["gpus"] = topology.gpu_count;
   report["transport"] = transport;
+  report["quick"] = options.quick;  // which plan: ethx sim --calibrate reproduces --quick's
   report["verified_ops"] = totals.verified_ops;
   report["mismatches"] = totals.mismatches;
   report["errors"] = totals.errors;

@@ -11,6 +11,7 @@
 #include "fabric/cli/oshrun_command.hpp"
 #include "fabric/cli/restart_switch_command.hpp"
 #include "fabric/cli/run_command.hpp"
+#include "fabric/cli/sim_options.hpp"
 #include "fabric/cli/status_command.hpp"
 #include "fabric/cli/top_command.hpp"
 #include "fabric/cli/up_command.hpp"
@@ -341,36 +342,12 @@ int restart_switch(int argc, char** argv) {
 }
 
 int sim(int argc, char** argv) {
-  ethx::sim::SimOptions options;
-  std::uint64_t bytes = 0;
-  std::size_t peers = 0;
-  po::options_description description("ethx sim options");
-  description.add_options()("help", "show this help")(
-      "gpus", po::value(&options.gpus), "number of GPUs, 2-1024 (default: from the topology)")(
-      "engine", po::value(&options.engine)->default_value("load-store"),
-      "load-store | roce (the RoCEv2 engine behind the RDMA NIC model, [rnic])")(
-      "workload", po::value(&options.workload)->default_value("all-to-all"),
-      "all-to-all | allreduce-ring | incast | random | read-latency (= load-latency) | "
-      "write-latency | message-rate")(
-      "bytes", po::value(&bytes),
-      "bytes per message (default 4096; latency and message-rate workloads 8)")(
-      "peers", po::value(&peers),
-      "message-rate: each GPU cycles its operations over the next N GPUs (default: all)")(
-      "op", po::value(&options.op)->default_value("write"),
-      "message-rate: write | read (RDMA WRITEs or READs; load/store stores or loads)")(
-      "seed", po::value(&options.seed)->default_value(1), "seed of the random workload")(
-      "topology", po::value(&options.topology)->default_value("single"), "single | leaf-spine")(
-      "repeat", po::value(&options.repeat)->default_value(1), "run the workload R times")(
-      "json", po::bool_switch(&options.json), "print one JSON object on stdout")(
-      "config", po::value(&options.config_path), "topology file (default: embedded)")(
-      "link-down", po::value(&options.link_down),
-      "GPU@TIME_NS[-UNTIL_NS]: GPU's switch port goes down at modelled time TIME_NS (and up "
-      "at UNTIL_NS); repeatable");
-  po::variables_map vm;
-  if (!parse_options(argc, argv, description, vm)) return 0;
-  if (vm.count("bytes")) options.bytes = bytes;
-  if (vm.count("peers")) options.peers = peers;
-  return ethx::sim::run_sim_command(options);
+  const ethx::SimCommandLine line = ethx::parse_sim_command_line(argc, argv);
+  if (line.help) {
+    std::cout << line.help_text << "\n";
+    return 0;
+  }
+  return ethx::sim::run_sim_command(line.options);
 }
 
 int config(int argc, char** argv) {

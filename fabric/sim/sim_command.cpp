@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
+#include "fabric/sim/sim_calibrate.hpp"
 #include "fabric/sim/sim_fabric.hpp"
 
 namespace ethx::sim {
@@ -20,6 +22,7 @@ SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   params.repeat = request.repeat;
   params.peers = request.peers;
   params.reads = request.reads;
+  params.stream = request.stream;
   params.hbm_bytes = config.hbm_bytes;
   params.max_op_bytes = fabric.max_op_bytes();
   const auto traffic = make_workload(request.workload, params);
@@ -148,13 +151,59 @@ int run(const SimOptions& options) {
   return report.complete ? 0 : 1;
 }
 
+// --calibrate FILE: fit the model to a bench report and predict the report's figures.
+int run_calibrate(const SimOptions& options) {
+  std::ifstream in(options.calibrate_path);
+  if (!in) throw CalibrationError("cannot read " + options.calibrate_path);
+  const nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+  if (report.is_discarded()) {
+    throw CalibrationError(options.calibrate_path + " is not JSON (ethx bench --json writes it)");
+  }
+  const BenchData data = read_bench_report(report);
+  const TopologyConfig base = load_topology(options.config_path, data.gpus);
+  const Calibration calibration = calibrate(data, base);
+  std::vector<double> predicted;
+  for (const BenchFigure& figure : data.figures) {
+    predicted.push_back(predict(figure, calibration.config));
+  }
+  const CalibrationTable table = make_calibration_table(data, predicted);
+  if (options.json) {
+    std::cout << calibration_json(data, calibration, table).dump() << "\n";
+  } else {
+    std::cout << format_calibration(data, calibration, table);
+  }
+  return 0;
+}
+
+// The options that --calibrate replaces: the experiments are the bench's.
+void check_calibrate_options(const SimOptions& options) {
+  const SimOptions defaults;
+  const bool other = options.gpus != 0 || options.engine != defaults.engine ||
+                     options.workload != defaults.workload || options.bytes || options.peers ||
+                     options.op != defaults.op || options.seed != defaults.seed ||
+                     options.topology != defaults.topology || options.repeat != defaults.repeat ||
+                     !options.link_down.empty();
+  if (other) {
+    throw std::invalid_argument(
+        "--calibrate takes only --config and --json: the experiments, engine and GPU count "
+        "are the bench report's");
+  }
+}
+
 }  // namespace
 
 int run_sim_command(const SimOptions& options) {
   try {
+    if (!options.calibrate_path.empty()) {
+      check_calibrate_options(options);
+      return run_calibrate(options);
+    }
     return run(options);
   } catch (const std::invalid_argument& error) {  // a bad option value
     std::cerr << "ethx sim: " << error.what() << "\n";
+    return 2;
+  } catch (const CalibrationError& error) {  // a bad bench report
+    std::cerr << "ethx sim --calibrate: " << error.what() << "\n";
     return 2;
   }
 }

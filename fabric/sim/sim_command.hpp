@@ -29,6 +29,7 @@ struct SimOptions {
   bool json = false;
   std::string config_path;
   std::vector<std::string> link_down;  // --link-down GPU@TIME_NS[-UNTIL_NS], repeatable
+  std::string calibrate_path;          // --calibrate FILE: an `ethx bench --json` report
 };
 
 // One run of the simulator, as the options describe it once parsed.
@@ -42,6 +43,7 @@ struct SimRequest {
   std::size_t peers = 0;  // message-rate: 0 is every other GPU
   bool reads = false;     // message-rate: reads instead of writes
   std::vector<LinkFault> link_faults;
+  StreamParams stream;  // WorkloadKind::kStream only
 };
 
 // Runs one simulation of an already loaded config; throws std::invalid_argument on bad

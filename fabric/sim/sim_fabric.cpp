@@ -311,7 +311,11 @@ void SimFabric::try_issue(GpuId gpu) {
   Requester& requester = state.endpoint->requester();
   OpSpec op;
   while (workload_->peek(gpu, op)) {
-    const std::size_t tags = requester.tags_needed(op.bytes);
+    // A posted write takes no tag; a flush and an atomic take one (a flush's bytes are the
+    // posted bytes it stands for).
+    const std::size_t tags = op.posted               ? 0
+                             : op.flush || op.atomic ? requester.tags_needed(8)
+                                                     : requester.tags_needed(op.bytes);
     if (requester.free_tags() < state.tags_committed + tags) break;
     workload_->issued(gpu);
     state.tags_committed += tags;
@@ -330,17 +334,23 @@ void SimFabric::on_issue(GpuId gpu) {
   state.tags_committed -= pending.tags;
   Requester& requester = state.endpoint->requester();
   effects_.clear();
-  OpId id = 0;
-  if (pending.op.read) {
-    id = requester.read(pending.op.dst, pending.op.address, pending.op.bytes, now_ns(), effects_);
-  } else {
-    // The data comes from the start of the (shared) memory.
-    id = requester.write(pending.op.dst, pending.op.address,
-                         memory_.bytes().first(pending.op.bytes), now_ns(), effects_);
-  }
-  state.ops.add(id, OpRecord{pending.decided_ps, pending.op.bytes});
-  state.endpoint->poll(now_ns(), effects_);
+  const OpId id = hand_over(requester, pending.op);
+  if (!pending.op.posted) state.ops.add(id, OpRecord{pending.decided_ps, pending.op.bytes});
+  if (!pending.op.hold) state.endpoint->poll(now_ns(), effects_);
   after_engine(gpu);
+}
+
+OpId SimFabric::hand_over(Requester& requester, const OpSpec& op) {
+  if (op.flush) return requester.flush(op.dst, now_ns(), effects_);
+  if (op.atomic) {
+    return requester.atomic(op.dst, op.address, AtomicOp::kFetchAdd, 8, 1, 0, now_ns(), effects_);
+  }
+  if (op.read) return requester.read(op.dst, op.address, op.bytes, now_ns(), effects_);
+  // The data comes from the start of the (shared) memory.
+  const auto data = memory_.bytes().first(op.bytes);
+  if (!op.posted) return requester.write(op.dst, op.address, data, now_ns(), effects_);
+  requester.write_posted(op.dst, op.address, data, now_ns(), effects_);
+  return 0;
 }
 
 void SimFabric::after_engine(GpuId gpu) {

@@ -121,6 +121,8 @@ class SimFabric {
   void prefetch(const Event& event) const;
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
+  // Calls the requester for `op` at now_; returns its id (0 for a posted write).
+  OpId hand_over(Requester& requester, const OpSpec& op);
   void on_tx_done(std::uint32_t link_index);
   void on_arrival(std::uint32_t link_index, std::uint32_t slot);
   void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fabric/sim/sim_stream_workload.hpp"
+
 namespace ethx::sim {
 
 const char* to_string(WorkloadKind kind) {
@@ -23,6 +25,8 @@ const char* to_string(WorkloadKind kind) {
       return "write-latency";
     case WorkloadKind::kMessageRate:
       return "message-rate";
+    case WorkloadKind::kStream:
+      return "stream";
   }
   return "unknown";
 }
@@ -300,6 +304,8 @@ std::unique_ptr<Workload> make_workload(WorkloadKind kind, const WorkloadParams&
                                     std::to_string(params.max_op_bytes) + " B)");
       }
       return std::make_unique<LatencyWorkload>(params, kind != WorkloadKind::kWriteLatency);
+    case WorkloadKind::kStream:
+      return make_stream_workload(params);
     case WorkloadKind::kMessageRate: {
       WorkloadParams rate = params;
       if (rate.peers == 0) rate.peers = params.gpus - 1;

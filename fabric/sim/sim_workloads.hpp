@@ -21,7 +21,10 @@ enum class WorkloadKind : std::uint8_t {
   kLoadLatency,  // = read-latency, under its first name
   kReadLatency,
   kWriteLatency,
-  kMessageRate
+  kMessageRate,
+  // Not on the command line: the bench's own experiments for `ethx sim --calibrate`
+  // (sim_stream_workload.hpp).
+  kStream
 };
 const char* to_string(WorkloadKind kind);
 bool parse_workload_kind(const std::string& text, WorkloadKind& out);
@@ -36,6 +39,28 @@ struct OpSpec {
   GpuId dst = kInvalidGpu;
   std::uint64_t address = 0;  // in the destination's local memory
   std::uint32_t bytes = 0;
+  // Load/store only (the stream workload): a posted write (no tag, no completion), an 8 B
+  // fetch-add, or a flush of the posted writes to dst before it. A flush's `bytes` are the
+  // posted bytes it stands for, counted as its payload when it completes.
+  bool posted = false;
+  bool atomic = false;
+  bool flush = false;
+  // Handed to the engine without polling it, so the next operations may share its frame (or
+  // merge into its transaction): the bench polls its engine once every few stores.
+  bool hold = false;
+};
+
+// The stream workload (kStream): what `ethx bench` does between two GPUs (or every pair).
+enum class StreamOp : std::uint8_t { kRead, kWrite, kPostedWrite, kAtomic };
+struct StreamParams {
+  StreamOp op = StreamOp::kWrite;
+  std::uint64_t ops_per_destination = 1;
+  // Operations in flight per GPU (posted writes are not counted: they have no completion).
+  std::uint32_t window = 1;
+  // false: GPU 0 to GPU 1 only; true: every GPU to every other, destinations interleaved.
+  bool every_gpu = false;
+  // Posted writes: the engine is polled (its open frames sent) after every this many.
+  std::uint32_t ops_per_poll = 1;
 };
 
 struct WorkloadParams {
@@ -49,6 +74,7 @@ struct WorkloadParams {
   // Messages longer than this are issued as several operations (a write may not need more
   // tags than the requester has).
   std::uint32_t max_op_bytes = 1 << 16;
+  StreamParams stream;  // kStream only
 };
 
 // Writes to a GPU land in its first kLandingZoneBytes (each sender in its own slot of the

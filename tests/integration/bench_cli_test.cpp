@@ -48,6 +48,25 @@ TEST(BenchCli, JsonReportHasTheDocumentedKeysAndNoMismatches) {
   EXPECT_EQ(report["mismatches"], 0);
   EXPECT_EQ(report["errors"], 0);
   EXPECT_EQ(report["switch_drops"], 0);
+  EXPECT_EQ(report["quick"], true);
+
+  // The simulator takes the report as it is and predicts every figure it fits or holds out
+  // (how close is the host's business: docs/simulator.md, "Calibrating against the emulator").
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ethx-test-" + std::to_string(::getpid()) + "-bench.json");
+  std::ofstream(path) << result.output;
+  const CommandResult calibrated =
+      run_command(ethx_binary() + " sim --calibrate " + path.string() + " --json");
+  std::filesystem::remove(path);
+  ASSERT_EQ(calibrated.exit_status, 0) << calibrated.output;
+  const nlohmann::json table = nlohmann::json::parse(calibrated.output);
+  EXPECT_EQ(table["engine"], "load-store");
+  EXPECT_EQ(table["gpus"], 4);
+  EXPECT_EQ(table["fitted"].size(), 4u);
+  ASSERT_EQ(table["figures"].size(), 9u);
+  for (const nlohmann::json& row : table["figures"]) {
+    EXPECT_GT(row["predicted"].get<double>(), 0.0) << row.dump();
+  }
 }
 
 TEST(BenchCli, ThirtyTwoGpusRunOnTwoCores) {
