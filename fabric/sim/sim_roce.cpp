@@ -71,6 +71,7 @@ void SimFabric::add_roce_gpus() {
     roce::RoceNodeConfig node_config;
     node_config.mac = gpu_config.mac;
     node_config.ip = roce_ipv4_for_gpu(static_cast<GpuId>(gpu));
+    node_config.icrc = config_.sim_crc;
     gpus_[gpu].roce =
         std::make_unique<RoceGpu>(node_config, memory_.bytes(), config_.rnic, gpus_.size());
   }

@@ -12,6 +12,7 @@ RoceNode::RoceNode(const RoceNodeConfig& config) {
   context_.ecn = config.ecn;
   context_.ttl = config.ttl;
   context_.pkey = config.pkey;
+  context_.icrc = config.icrc ? Icrc::kCheck : Icrc::kSkip;
 }
 
 MemoryRegion RoceNode::register_memory(std::span<std::byte> bytes, std::uint32_t access,
@@ -91,7 +92,7 @@ std::size_t RoceNode::poll_cq(CqId cq, std::span<WorkCompletion> out) {
 void RoceNode::on_frame(std::span<const std::byte> frame, TimeNs now, Effects& effects) {
   ++context_.counters.frames_rx;
   PacketView packet;
-  const DecodeError error = decode_packet(frame, packet);
+  const DecodeError error = decode_packet(frame, packet, context_.icrc);
   if (error != DecodeError::kOk) {
     ++context_.counters.decode_errors[static_cast<std::size_t>(error)];
     return;

@@ -208,7 +208,7 @@ void QueuePair::emit(const PacketFields& f, std::span<const std::byte> payload, 
   // RoCEv2 puts flow entropy in the UDP source port (Annex A17.2.3); one port per QP keeps a
   // connection on one ECMP path, so its packets stay in order.
   address.udp_src_port = static_cast<std::uint16_t>(0xC000 | (qpn_ & 0x3FFF));
-  effects.send.push_back(encode_packet(address, f, payload, effects.take_spare()));
+  effects.send.push_back(encode_packet(address, f, payload, effects.take_spare(), node_.icrc));
   ++node_.counters.frames_tx;
   node_.counters.bytes_tx += effects.send.back().size();
 }

@@ -31,6 +31,7 @@ struct NodeContext {
   std::uint8_t ttl = 64;
   std::uint16_t pkey = kDefaultPkey;
   std::uint16_t next_ip_id = 0;
+  Icrc icrc = Icrc::kCheck;  // kSkip: packets leave with a zero ICRC and none is checked
   MemoryTable memory;
   // A request's payload on its way into a frame: one buffer for every QP of the node (a
   // buffer per QP cost a simulation of a million QPs a gigabyte).

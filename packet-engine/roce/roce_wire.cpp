@@ -392,7 +392,7 @@ std::size_t store_extension_headers(std::span<std::byte> out, const OpcodeLayout
 }  // namespace
 
 Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
-                    std::span<const std::byte> payload, Frame buffer) {
+                    std::span<const std::byte> payload, Frame buffer, Icrc icrc_compute) {
   const OpcodeLayout layout = layout_of(fields.opcode);
   const std::size_t pad = (4 - payload.size() % 4) % 4;
   const std::size_t total = frame_bytes(fields.opcode, payload.size());
@@ -407,6 +407,7 @@ Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
   if (!payload.empty()) std::memcpy(frame.data() + at, payload.data(), payload.size());
   at += payload.size() + pad;  // pad bytes stay zero
 
+  if (icrc_compute == Icrc::kSkip) return frame;  // the ICRC's bytes stay zero
   const std::uint32_t crc = icrc(out.subspan(kIpOffset, at - kIpOffset));
   be::little_uint32_buf_t wire_crc(crc);  // least-significant byte first, like the FCS
   store(out, at, wire_crc);

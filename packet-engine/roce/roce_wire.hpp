@@ -310,12 +310,13 @@ struct PacketFields {
 // Bytes of the frame encode_packet builds for `opcode` with `payload_bytes`.
 std::size_t frame_bytes(Opcode opcode, std::size_t payload_bytes);
 
-// Builds a complete frame: IPv4 checksum and ICRC computed, payload padded to 4 bytes.
-// Precondition: layout_of(opcode).payload || payload.empty().
+// Builds a complete frame: IPv4 checksum and ICRC computed (left zero with Icrc::kSkip),
+// payload padded to 4 bytes. Precondition: layout_of(opcode).payload || payload.empty().
 // `buffer` is reused when given (Effects::take_spare): a runtime that lends its delivered
 // frames back saves an allocation per packet.
 Frame encode_packet(const PacketAddress& address, const PacketFields& fields,
-                    std::span<const std::byte> payload, Frame buffer = {});
+                    std::span<const std::byte> payload, Frame buffer = {},
+                    Icrc icrc_compute = Icrc::kCheck);
 
 // The invariant CRC of an IPv4 RoCEv2 packet (Annex A17.3.3): CRC-32 (the Ethernet / IB VCRC
 // polynomial 0x04C11DB7, reflected, initial value and final XOR all-ones) over 8 bytes of 0xFF

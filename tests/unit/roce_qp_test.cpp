@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace ethx::roce {
@@ -39,9 +40,12 @@ class Wire {
   static constexpr TimeNs kLatencyNs = 1'000;
   static constexpr TimeNs kDelayNs = 7'000;  // reordered frames arrive this much later
 
-  Wire()
-      : a_(RoceNodeConfig{.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x0A}}, .ip = 0x0A000001}),
-        b_(RoceNodeConfig{.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x0B}}, .ip = 0x0A000002}) {
+  // `icrc_a`, `icrc_b`: whether each node computes and checks ICRCs (RoceNodeConfig::icrc).
+  explicit Wire(bool icrc_a = true, bool icrc_b = true)
+      : a_(RoceNodeConfig{
+            .mac = MacAddr{{0x02, 0, 0, 0, 0, 0x0A}}, .ip = 0x0A000001, .icrc = icrc_a}),
+        b_(RoceNodeConfig{
+            .mac = MacAddr{{0x02, 0, 0, 0, 0, 0x0B}}, .ip = 0x0A000002, .icrc = icrc_b}) {
     a_cq_ = a_.create_cq(1 << 16);
     b_cq_ = b_.create_cq(1 << 16);
   }
@@ -260,6 +264,41 @@ TEST(RoceQp, WriteThenReadBackAcrossManyPackets) {
   EXPECT_EQ(wire.a().counters().retransmitted_packets, 0u);
   EXPECT_EQ(wire.b().counters().requests_executed, 2u);
   EXPECT_TRUE(wire.completions(false).empty());  // one-sided: nothing on the target's CQ
+}
+
+TEST(RoceQp, WithoutIcrcPacketsCarryZeroesAndACheckingPeerDropsThem) {
+  // Both ends off (the simulator's [sim] crc = false): the WRITE lands, its ICRC bytes are 0.
+  Wire both_off(false, false);
+  std::vector<Bytes> seen;
+  both_off.tap = [&seen](const Bytes& frame, bool) { seen.push_back(frame); };
+  auto [qa, qb] = both_off.connect(fast_config());
+  Buffers buf = make_buffers(both_off, 4096);
+  const Bytes data = pattern(100, 3);
+  std::copy(data.begin(), data.end(), buf.local.begin());
+  ASSERT_EQ(both_off.a().post_send(qa, write_wr(1, buf.local_mr, 0, data.size(), buf.remote_mr, 0)),
+            PostResult::kOk);
+  both_off.doorbell(qa);
+  both_off.run();
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), buf.remote.begin()));
+  ASSERT_FALSE(seen.empty());
+  for (const Bytes& frame : seen) {
+    EXPECT_TRUE(
+        std::all_of(frame.end() - 4, frame.end(), [](std::byte b) { return b == std::byte{0}; }));
+  }
+  // A peer that checks ICRCs drops such packets as bad, and nothing is written.
+  Wire checking(false, true);
+  std::tie(qa, qb) = checking.connect(fast_config());
+  Buffers other = make_buffers(checking, 4096);
+  std::copy(data.begin(), data.end(), other.local.begin());
+  ASSERT_EQ(
+      checking.a().post_send(qa, write_wr(1, other.local_mr, 0, data.size(), other.remote_mr, 0)),
+      PostResult::kOk);
+  checking.doorbell(qa);
+  checking.run();
+  EXPECT_GT(checking.b().counters().decode_errors[static_cast<std::size_t>(DecodeError::kBadIcrc)],
+            0u);
+  EXPECT_EQ(checking.b().counters().requests_executed, 0u);
+  EXPECT_EQ(other.remote[0], std::byte{0});
 }
 
 TEST(RoceQp, SegmentationFollowsThePathMtu) {
