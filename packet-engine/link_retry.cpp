@@ -1,0 +1,239 @@
+#include "packet-engine/link_retry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "packet-engine/ethernet.hpp"
+
+namespace ethx {
+namespace {
+
+// Link-local group address (IEEE 802.1Q reserved 01-80-C2-00-00-0x: never forwarded by a
+// bridge), the one MAC control frames such as PAUSE use: control frames stay on their hop.
+constexpr std::uint8_t kControlDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+constexpr std::size_t kFcsCoveredTrailerBytes = kLlrTrailerBytes - 4;
+// The replay timer doubles after each timeout with no progress, up to this many times the
+// configured value, so a dead far end costs a few replays rather than one per timeout.
+constexpr unsigned kMaxBackoffShift = 10;
+
+// Sequence comparison across wrap-around: > 0 if `a` is after `b`.
+std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) {
+  return static_cast<std::int32_t>(a - b);
+}
+
+std::uint32_t fcs_of(std::span<const std::byte> frame) {
+  return wire::crc32c(frame.first(frame.size() - 4));
+}
+
+LlrTrailer read_trailer(std::span<const std::byte> frame) {
+  LlrTrailer trailer;
+  std::memcpy(&trailer, frame.data() + frame.size() - kLlrTrailerBytes, kLlrTrailerBytes);
+  return trailer;
+}
+
+void append_trailer(wire::Frame& frame, std::uint32_t seq, LlrKind kind, std::uint8_t epoch,
+                    wire::Crc crc) {
+  LlrTrailer trailer;
+  trailer.seq = seq;
+  trailer.kind = static_cast<std::uint8_t>(kind);
+  trailer.epoch = epoch;
+  trailer.magic = kLlrMagic;
+  trailer.fcs = 0;
+  const std::size_t at = frame.size();
+  frame.resize(at + kLlrTrailerBytes);
+  std::memcpy(frame.data() + at, &trailer, kLlrTrailerBytes);
+  if (crc == wire::Crc::kOn) fill_llr_fcs(frame);
+}
+
+}  // namespace
+
+bool fill_llr_fcs(std::span<std::byte> frame) {
+  if (frame.size() < kLlrTrailerBytes || read_trailer(frame).magic.value() != kLlrMagic) {
+    return false;
+  }
+  const boost::endian::big_uint32_buf_t fcs(fcs_of(frame));
+  std::memcpy(frame.data() + frame.size() - 4, &fcs, 4);
+  return true;
+}
+
+std::size_t min_replay_buffer_bytes(const LinkRetryConfig& config, double rate_gbps,
+                                    TimeNs propagation_ns, std::size_t frame_bytes_max) {
+  const double frame_ns = static_cast<double>(frame_bytes_max) * 8.0 / rate_gbps;
+  const double round_trip_ns = 2.0 * static_cast<double>(propagation_ns) +
+                               static_cast<double>(config.ack_delay_ns) + 2.0 * frame_ns;
+  return static_cast<std::size_t>(std::ceil(round_trip_ns * rate_gbps / 8.0)) + frame_bytes_max;
+}
+
+LinkRetry::LinkRetry(LinkRetryConfig config, wire::Crc crc) : config_(config), crc_(crc) {}
+
+bool LinkRetry::can_send(std::size_t frame_bytes) const {
+  // One frame always fits, however small the buffer: a hop never stalls for good.
+  return unacked_.empty() ||
+         unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
+}
+
+void LinkRetry::stamp(wire::Frame& frame, TimeNs now) {
+  append_trailer(frame, next_seq_, LlrKind::kData, epoch_, crc_);
+  const bool replay_pending = replay_next_ < unacked_.size();
+  unacked_.push_back(Sent{next_seq_++, now, frame});
+  unacked_bytes_ += frame.size();
+  // A frame sent now is not to be sent again, unless a replay before it will resend it anyway.
+  if (!replay_pending) replay_next_ = unacked_.size();
+  ++counters_.frames_sent;
+}
+
+bool LinkRetry::take_control(wire::Frame& out, const MacAddr& src) {
+  if (!control_due()) return false;
+  const LlrKind kind = nak_due_ ? LlrKind::kNak : LlrKind::kAck;
+  out.assign(kEthernetHeaderBytes, std::byte{0});
+  EthernetHeader header{};
+  std::memcpy(header.dst, kControlDst, 6);
+  std::memcpy(header.src, src.octets.data(), 6);
+  header.ether_type = wire::kEtherTypeFabric;
+  std::memcpy(out.data(), &header, sizeof(header));
+  // An ACK or NAK speaks of the far end's frames, so it carries the far end's epoch.
+  append_trailer(out, expected_, kind, peer_epoch_, crc_);
+  ++(kind == LlrKind::kNak ? counters_.naks_sent : counters_.acks_sent);
+  nak_due_ = ack_due_ = false;  // a NAK acknowledges everything before it too
+  unacked_received_ = 0;
+  ack_deadline_ns_ = kNever;
+  return true;
+}
+
+bool LinkRetry::take_replay(wire::Frame& out, TimeNs now) {
+  if (replay_next_ >= unacked_.size()) return false;
+  Sent& sent = unacked_[replay_next_++];
+  out.assign(sent.bytes.begin(), sent.bytes.end());
+  sent.sent_ns = now;
+  ++counters_.frames_replayed;
+  return true;
+}
+
+LinkRetry::Verdict LinkRetry::receive(std::span<const std::byte> frame, TimeNs now,
+                                      std::size_t& payload_bytes) {
+  payload_bytes = 0;
+  if (frame.size() < kEthernetHeaderBytes + kLlrTrailerBytes ||
+      read_trailer(frame).magic.value() != kLlrMagic) {
+    ++counters_.drops_malformed;
+    return Verdict::kDrop;
+  }
+  const LlrTrailer trailer = read_trailer(frame);
+  const std::uint32_t fcs = trailer.fcs.value();
+  if ((crc_ == wire::Crc::kOn || fcs != 0) && fcs != fcs_of(frame)) {
+    // Whatever it was, something was lost: ask for it again (the timer covers a lost ACK).
+    ++counters_.drops_bad_fcs;
+    if (synced_) owe_nak();
+    return Verdict::kDrop;
+  }
+  switch (static_cast<LlrKind>(trailer.kind.value())) {
+    case LlrKind::kData: {
+      const Verdict verdict = receive_data(trailer, now);
+      if (verdict == Verdict::kDeliver) payload_bytes = frame.size() - kLlrTrailerBytes;
+      return verdict;
+    }
+    case LlrKind::kAck:
+    case LlrKind::kNak:
+      // A control frame from before our last reset speaks of frames that are gone.
+      if (trailer.epoch.value() == epoch_) {
+        on_ack(trailer.seq.value(),
+               trailer.kind.value() == static_cast<std::uint8_t>(LlrKind::kNak));
+      }
+      return Verdict::kConsumed;
+  }
+  ++counters_.drops_malformed;
+  return Verdict::kDrop;
+}
+
+LinkRetry::Verdict LinkRetry::receive_data(const LlrTrailer& trailer, TimeNs now) {
+  const std::uint32_t seq = trailer.seq.value();
+  if (!synced_ || trailer.epoch.value() != peer_epoch_) {
+    synced_ = true;
+    peer_epoch_ = trailer.epoch.value();
+    expected_ = seq;
+    nak_sent_ = false;
+  }
+  const std::int32_t ahead = seq_diff(seq, expected_);
+  if (ahead > 0) {
+    ++counters_.drops_out_of_sequence;
+    owe_nak();
+    return Verdict::kDrop;
+  }
+  if (ahead < 0) {
+    // The far end replays what we took already: our ACK was lost or late. Say it again.
+    ++counters_.drops_duplicate;
+    ack_due_ = true;
+    return Verdict::kDrop;
+  }
+  ++expected_;
+  nak_sent_ = false;
+  ++counters_.frames_received;
+  owe_ack_after_frame(now);
+  return Verdict::kDeliver;
+}
+
+void LinkRetry::owe_nak() {
+  if (nak_sent_) return;  // one per gap: the replay it asked for is on its way
+  nak_sent_ = true;
+  nak_due_ = true;
+}
+
+void LinkRetry::owe_ack_after_frame(TimeNs now) {
+  if (++unacked_received_ >= config_.ack_every_frames) {
+    ack_due_ = true;
+  } else if (ack_deadline_ns_ == kNever) {
+    ack_deadline_ns_ = now + config_.ack_delay_ns;
+  }
+}
+
+void LinkRetry::on_ack(std::uint32_t next_expected, bool nak) {
+  std::size_t acked = 0;
+  while (!unacked_.empty() && seq_diff(next_expected, unacked_.front().seq) > 0) {
+    unacked_bytes_ -= unacked_.front().bytes.size();
+    unacked_.pop_front();
+    ++acked;
+  }
+  replay_next_ = replay_next_ > acked ? replay_next_ - acked : 0;
+  if (acked > 0) backoff_shift_ = 0;
+  if (nak && !unacked_.empty()) {
+    replay_next_ = 0;
+    ++counters_.replays_nak;
+  }
+}
+
+TimeNs LinkRetry::replay_deadline_ns() const {
+  // Only while the oldest frame is out on the wire (a replay not yet started needs no timer).
+  if (unacked_.empty() || replay_next_ == 0) return kNever;
+  return unacked_.front().sent_ns + (config_.replay_timeout_ns << backoff_shift_);
+}
+
+TimeNs LinkRetry::next_deadline_ns() const {
+  return std::min(ack_deadline_ns_, replay_deadline_ns());
+}
+
+void LinkRetry::on_time(TimeNs now) {
+  if (ack_deadline_ns_ <= now) {
+    ack_due_ = true;
+    ack_deadline_ns_ = kNever;
+  }
+  if (replay_deadline_ns() <= now) {
+    replay_next_ = 0;
+    ++counters_.replays_timeout;
+    backoff_shift_ = std::min(backoff_shift_ + 1, kMaxBackoffShift);
+  }
+}
+
+void LinkRetry::reset() {
+  counters_.frames_lost_on_reset += unacked_.size();
+  unacked_.clear();
+  unacked_bytes_ = 0;
+  replay_next_ = 0;
+  backoff_shift_ = 0;
+  ++epoch_;
+  synced_ = false;
+  nak_sent_ = nak_due_ = ack_due_ = false;
+  unacked_received_ = 0;
+  ack_deadline_ns_ = kNever;
+}
+
+}  // namespace ethx

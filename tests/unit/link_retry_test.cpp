@@ -1,0 +1,222 @@
+// Link-level retry (packet-engine/link_retry.hpp): two ends of one hop, frames carried by hand
+// so each test decides which are lost or damaged.
+#include "packet-engine/link_retry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace ethx {
+namespace {
+
+const MacAddr kMacA = default_mac_for_gpu(1);
+const MacAddr kMacB = default_mac_for_gpu(2);
+
+wire::Frame payload(std::uint8_t marker, std::size_t bytes = 64) {
+  wire::Frame frame(bytes, std::byte{marker});
+  return frame;
+}
+
+// One direction of a hop: `from` sends, `to` receives; `lose(i)` decides the i-th frame put on
+// the wire (data or control, either way) is lost.
+struct Hop {
+  LinkRetryConfig config;
+  LinkRetry a{config, wire::Crc::kOn};
+  LinkRetry b{config, wire::Crc::kOn};
+  std::vector<wire::Frame> delivered_to_b;
+  std::size_t wire_frames = 0;
+  std::function<bool(std::size_t)> lose = [](std::size_t) { return false; };
+  std::function<void(wire::Frame&)> damage = [](wire::Frame&) {};
+
+  explicit Hop(LinkRetryConfig c = {}) : config(c), a(c, wire::Crc::kOn), b(c, wire::Crc::kOn) {}
+
+  void carry(wire::Frame frame, LinkRetry& to, std::vector<wire::Frame>* delivered, TimeNs now) {
+    if (lose(wire_frames++)) return;
+    damage(frame);
+    std::size_t payload_bytes = 0;
+    if (to.receive(frame, now, payload_bytes) == LinkRetry::Verdict::kDeliver && delivered) {
+      frame.resize(payload_bytes);
+      delivered->push_back(frame);
+    }
+  }
+  void send(wire::Frame frame, TimeNs now) {
+    a.stamp(frame, now);
+    carry(std::move(frame), b, &delivered_to_b, now);
+  }
+  // Moves every control frame and replay until both ends are quiet.
+  void settle(TimeNs now) {
+    for (int round = 0; round < 100 && (a.has_output() || b.has_output()); ++round) {
+      wire::Frame frame;
+      while (b.take_control(frame, kMacB)) carry(frame, a, nullptr, now);
+      while (a.take_control(frame, kMacA)) carry(frame, b, nullptr, now);
+      while (a.take_replay(frame, now)) carry(frame, b, &delivered_to_b, now);
+    }
+  }
+};
+
+std::vector<std::uint8_t> markers(const std::vector<wire::Frame>& frames) {
+  std::vector<std::uint8_t> out;
+  for (const wire::Frame& frame : frames) out.push_back(std::to_integer<std::uint8_t>(frame[0]));
+  return out;
+}
+
+TEST(LinkRetry, FramesInSequenceArriveWithoutTheirTrailerAndAnAckEmptiesTheReplayBuffer) {
+  LinkRetryConfig config;
+  config.ack_every_frames = 4;
+  Hop hop(config);
+  for (std::uint8_t i = 0; i < 4; ++i) hop.send(payload(i), 100);
+  ASSERT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{0, 1, 2, 3}));
+  EXPECT_EQ(hop.delivered_to_b[0].size(), 64u);
+  EXPECT_EQ(hop.a.unacked_bytes(), 4 * (64 + kLlrTrailerBytes));
+  wire::Frame ack;
+  ASSERT_TRUE(hop.b.take_control(ack, kMacB));
+  EXPECT_EQ(ack.size(), kLlrControlFrameBytes);
+  EXPECT_FALSE(hop.b.take_control(ack, kMacB));  // one ACK for the four
+  std::size_t payload_bytes = 0;
+  EXPECT_EQ(hop.a.receive(ack, 200, payload_bytes), LinkRetry::Verdict::kConsumed);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+  EXPECT_EQ(hop.b.counters().acks_sent, 1u);
+}
+
+TEST(LinkRetry, AFewFramesAreAcknowledgedAfterTheAckDelay) {
+  Hop hop;
+  hop.send(payload(7), 1000);
+  EXPECT_EQ(hop.b.next_deadline_ns(), 1000 + hop.config.ack_delay_ns);
+  hop.b.on_time(1000 + hop.config.ack_delay_ns - 1);
+  EXPECT_FALSE(hop.b.has_output());
+  hop.b.on_time(1000 + hop.config.ack_delay_ns);
+  hop.settle(1600);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+}
+
+TEST(LinkRetry, ALostFrameIsReplayedAfterOneNakAndEverythingArrivesInOrder) {
+  Hop hop;
+  hop.lose = [](std::size_t i) { return i == 1; };  // the second frame on the wire
+  for (std::uint8_t i = 0; i < 5; ++i) hop.send(payload(i), 100);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{0}));
+  EXPECT_EQ(hop.b.counters().drops_out_of_sequence, 3u);
+  hop.settle(200);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(hop.b.counters().naks_sent, 1u);  // one per gap, not one per frame after it
+  EXPECT_EQ(hop.a.counters().replays_nak, 1u);
+  EXPECT_EQ(hop.a.counters().frames_replayed, 4u);
+  EXPECT_EQ(hop.a.counters().replays_timeout, 0u);
+}
+
+TEST(LinkRetry, ACorruptedFrameFailsTheFcsAndIsReplayed) {
+  Hop hop;
+  std::size_t data_frames = 0;
+  hop.damage = [&](wire::Frame& frame) {
+    if (frame.size() > kLlrControlFrameBytes && data_frames++ == 2) frame[10] ^= std::byte{0x10};
+  };
+  for (std::uint8_t i = 0; i < 4; ++i) hop.send(payload(i), 100);
+  EXPECT_EQ(hop.b.counters().drops_bad_fcs, 1u);
+  hop.settle(200);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{0, 1, 2, 3}));
+  EXPECT_EQ(hop.b.counters().naks_sent, 1u);
+}
+
+TEST(LinkRetry, ALostLastFrameIsReplayedByTheTimerWhichBacksOff) {
+  LinkRetryConfig config;
+  config.replay_timeout_ns = 1000;
+  Hop hop(config);
+  hop.lose = [](std::size_t i) { return i <= 1; };  // the frame, and its first replay
+  hop.send(payload(9), 0);
+  EXPECT_TRUE(hop.delivered_to_b.empty());
+  EXPECT_EQ(hop.a.next_deadline_ns(), 1000u);
+  hop.a.on_time(1000);
+  hop.settle(1000);                                    // the replay is lost too
+  EXPECT_EQ(hop.a.next_deadline_ns(), 1000u + 2000u);  // doubled
+  hop.a.on_time(3000);
+  hop.settle(3000);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{9}));
+  EXPECT_EQ(hop.a.counters().replays_timeout, 2u);
+  hop.b.on_time(3000 + config.ack_delay_ns);
+  hop.settle(3600);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+  EXPECT_EQ(hop.a.next_deadline_ns(), LinkRetry::kNever);
+}
+
+TEST(LinkRetry, ALostAckLeadsToADuplicateThatIsDroppedAndAcknowledgedAgain) {
+  LinkRetryConfig config;
+  config.ack_every_frames = 1;
+  config.replay_timeout_ns = 1000;
+  Hop hop(config);
+  hop.lose = [](std::size_t i) { return i == 1; };  // the ACK
+  hop.send(payload(3), 0);
+  hop.settle(0);
+  EXPECT_EQ(hop.a.unacked_bytes(), 64 + kLlrTrailerBytes);
+  hop.a.on_time(1000);
+  hop.settle(1000);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{3}));  // once
+  EXPECT_EQ(hop.b.counters().drops_duplicate, 1u);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+}
+
+TEST(LinkRetry, AFullReplayBufferRefusesNewFramesUntilAnAck) {
+  LinkRetryConfig config;
+  config.replay_buffer_bytes = 3 * (64 + kLlrTrailerBytes);
+  config.ack_every_frames = 100;
+  Hop hop(config);
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(hop.a.can_send(64));
+    hop.send(payload(i), 0);
+  }
+  EXPECT_FALSE(hop.a.can_send(64));
+  hop.b.on_time(config.ack_delay_ns);
+  hop.settle(config.ack_delay_ns);
+  EXPECT_TRUE(hop.a.can_send(64));
+}
+
+TEST(LinkRetry, AfterAResetTheFarEndTakesTheNewEpochsFirstFrameAsTheStart) {
+  Hop hop;
+  for (std::uint8_t i = 0; i < 3; ++i) hop.send(payload(i), 0);
+  hop.a.reset();  // the link went down: the three unacknowledged frames are gone
+  EXPECT_EQ(hop.a.counters().frames_lost_on_reset, 3u);
+  hop.send(payload(42), 100);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{0, 1, 2, 42}));
+  EXPECT_EQ(hop.b.counters().drops_out_of_sequence, 0u);
+  // An ACK from before the reset changes nothing on the new epoch.
+  hop.b.on_time(hop.config.ack_delay_ns);
+  hop.settle(1000);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+}
+
+TEST(LinkRetry, WithoutCrcAFrameIsUncheckedUntilACorruptFaultSealsAndDamagesIt) {
+  LinkRetry sender({}, wire::Crc::kOff);
+  LinkRetry receiver({}, wire::Crc::kOff);
+  wire::Frame frame = payload(5);
+  sender.stamp(frame, 0);
+  LlrTrailer trailer;
+  std::memcpy(&trailer, frame.data() + frame.size() - kLlrTrailerBytes, kLlrTrailerBytes);
+  EXPECT_EQ(trailer.fcs.value(), 0u);
+  wire::Frame damaged = frame;
+  ASSERT_TRUE(fill_llr_fcs(damaged));
+  damaged[3] ^= std::byte{1};
+  std::size_t payload_bytes = 0;
+  EXPECT_EQ(receiver.receive(damaged, 0, payload_bytes), LinkRetry::Verdict::kDrop);
+  EXPECT_EQ(receiver.counters().drops_bad_fcs, 1u);
+  EXPECT_EQ(receiver.receive(frame, 0, payload_bytes), LinkRetry::Verdict::kDeliver);
+  EXPECT_EQ(payload_bytes, 64u);
+}
+
+TEST(LinkRetry, AFrameWithoutATrailerIsCountedAndDropped) {
+  LinkRetry receiver({}, wire::Crc::kOn);
+  std::size_t payload_bytes = 0;
+  EXPECT_EQ(receiver.receive(payload(1, 60), 0, payload_bytes), LinkRetry::Verdict::kDrop);
+  EXPECT_EQ(receiver.receive(payload(1, 3), 0, payload_bytes), LinkRetry::Verdict::kDrop);
+  EXPECT_EQ(receiver.counters().drops_malformed, 2u);
+  EXPECT_FALSE(receiver.has_output());
+}
+
+TEST(LinkRetry, TheSmallestReplayBufferCoversTheHopsRoundTrip) {
+  LinkRetryConfig config;
+  config.ack_delay_ns = 500;
+  // 800 Gb/s = 100 B/ns; 2 x 10 ns + 500 ns + 2 x 20.48 ns (2048 B frames) = 560.96 ns.
+  EXPECT_EQ(min_replay_buffer_bytes(config, 800.0, 10, 2048), 56096u + 2048u);
+}
+
+}  // namespace
+}  // namespace ethx
