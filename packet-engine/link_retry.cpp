@@ -121,9 +121,10 @@ LinkRetry::Verdict LinkRetry::receive(std::span<const std::byte> frame, TimeNs n
   const LlrTrailer trailer = read_trailer(frame);
   const std::uint32_t fcs = trailer.fcs.value();
   if ((crc_ == wire::Crc::kOn || fcs != 0) && fcs != fcs_of(frame)) {
-    // Whatever it was, something was lost: ask for it again (the timer covers a lost ACK).
+    // Whatever it was, something was lost: ask for it again, even while an earlier NAK is
+    // out (it may be its replay that was damaged). A gap, by contrast, NAKs once.
     ++counters_.drops_bad_fcs;
-    if (synced_) owe_nak();
+    if (synced_) nak_due_ = nak_sent_ = true;
     return Verdict::kDrop;
   }
   switch (static_cast<LlrKind>(trailer.kind.value())) {
@@ -148,9 +149,10 @@ LinkRetry::Verdict LinkRetry::receive(std::span<const std::byte> frame, TimeNs n
 LinkRetry::Verdict LinkRetry::receive_data(const LlrTrailer& trailer, TimeNs now) {
   const std::uint32_t seq = trailer.seq.value();
   if (!synced_ || trailer.epoch.value() != peer_epoch_) {
+    // Every epoch numbers its frames from 0, so a lost first frame is a gap like any other.
     synced_ = true;
     peer_epoch_ = trailer.epoch.value();
-    expected_ = seq;
+    expected_ = 0;
     nak_sent_ = false;
   }
   const std::int32_t ahead = seq_diff(seq, expected_);
@@ -229,6 +231,7 @@ void LinkRetry::reset() {
   unacked_bytes_ = 0;
   replay_next_ = 0;
   backoff_shift_ = 0;
+  next_seq_ = 0;
   ++epoch_;
   synced_ = false;
   nak_sent_ = nak_due_ = ack_due_ = false;

@@ -27,8 +27,8 @@ namespace ethx {
 struct LlrTrailer {
   boost::endian::big_uint32_buf_t seq;  // data: this frame's; ACK: next expected; NAK: resend from
   boost::endian::big_uint8_buf_t kind;  // LlrKind
-  // The sender's link state incarnation: a receiver that sees a new one takes the frame's
-  // sequence as the start (the far end was reset, e.g. its link went down and up again).
+  // The sender's link state incarnation: it numbers its frames from 0 again after a reset (its
+  // link went down and up), and a receiver that sees a new epoch expects 0.
   boost::endian::big_uint8_buf_t epoch;
   boost::endian::big_uint16_buf_t magic;  // kLlrMagic
   // CRC-32C of every byte before this field. 0 where frames carry no CRC (wire::Crc::kOff, the
@@ -113,7 +113,7 @@ class LinkRetry {
   static constexpr TimeNs kNever = UINT64_MAX;
 
   // The link went down: unacknowledged frames are lost (counted), the sender starts a new
-  // epoch, and the receiver takes the far end's next frame as the start.
+  // epoch from sequence 0, and the receiver waits for the far end's new epoch.
   void reset();
 
   const LinkRetryCounters& counters() const { return counters_; }

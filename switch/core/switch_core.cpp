@@ -51,6 +51,7 @@ SwitchCore::SwitchCore(SwitchConfig config)
                                   ": rate_gbps must be positive");
     }
     ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
+    if (config_.ports[i].link_retry) add_link_retry(static_cast<PortId>(i));
   }
   for (const auto& [port, faults] : config_.faults) {
     if (port >= ports_.size()) {
@@ -58,6 +59,13 @@ SwitchCore::SwitchCore(SwitchConfig config)
                                   std::to_string(ports_.size()) + " ports");
     }
     set_faults(port, faults);
+  }
+  for (const auto& [port, faults] : config_.tx_faults) {
+    if (port >= ports_.size()) {
+      throw std::invalid_argument("tx faults for port " + std::to_string(port) +
+                                  ": switch has only " + std::to_string(ports_.size()) + " ports");
+    }
+    set_tx_faults(port, faults);
   }
   for (const SwitchConfig::PortBinding& binding : config_.port_bindings) {
     if (binding.port >= ports_.size()) {
@@ -102,6 +110,7 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
     return;
   }
   Port& in = ports_[ingress];
+  now_ns_ = now;
   ++in.counters.rx_frames;
   in.counters.rx_bytes += frame.bytes.size();
   if (!in.up) {
@@ -124,8 +133,11 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
         chance(fault_rng_) < in.faults.corrupt_rate) {
       ++in.counters.faults_corrupted;
       corrupted_.assign(frame.bytes.begin(), frame.bytes.end());
-      // A frame without its CRC gets it now, so the flip is caught as on a wire.
-      if (config_.crc == wire::Crc::kOff) wire::fill_crc(corrupted_);
+      // A frame without its CRC gets it now, so the flip is caught as on a wire: the link's
+      // FCS where link-level retry checks one, else the fabric frame's own.
+      if (config_.crc == wire::Crc::kOff && !(in.llr && fill_llr_fcs(corrupted_))) {
+        wire::fill_crc(corrupted_);
+      }
       const std::uint64_t bit = fault_rng_() % (corrupted_.size() * 8);
       corrupted_[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
       // The damaged copy goes on; the runtime's buffer keeps the intact bytes.
@@ -136,6 +148,7 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
     spike = now >= in.stalled_until_ns && in.faults.delay_spike_rate > 0 &&
             in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
   }
+  if (in.llr && !accept_link_frame(ingress, frame, now, egress_touched)) return;
   if (spike) {
     ++in.counters.faults_delay_spikes;
     in.stalled_until_ns = now + in.faults.delay_spike_ns;
@@ -248,6 +261,8 @@ void SwitchCore::drop_held(Port& port) {
 }
 
 void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
+  now_ns_ = now;
+  if (!llr_ports_.empty()) run_link_timers(now, egress_touched);
   if (ports_holding_ == 0) return;
   for (PortId port = 0; port < ports_.size(); ++port) {
     if (!ports_[port].held.empty() && now >= ports_[port].stalled_until_ns) {
@@ -258,6 +273,9 @@ void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
 
 TimeNs SwitchCore::next_release_ns() const {
   TimeNs next = kNoRelease;
+  for (PortId port : llr_ports_) {
+    if (ports_[port].up) next = std::min(next, ports_[port].llr->next_deadline_ns());
+  }
   if (ports_holding_ == 0) return next;
   for (const Port& port : ports_) {
     if (!port.held.empty()) next = std::min(next, port.stalled_until_ns);
@@ -323,6 +341,7 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
   if (out.queued_bytes > out.counters.queue_bytes_high_water) {
     out.counters.queue_bytes_high_water = out.queued_bytes;
   }
+  if (out.staging) restage(egress, now);
   return true;
 }
 
@@ -352,9 +371,15 @@ const PortFaults& SwitchCore::faults(PortId ingress) const {
   return ports_.at(ingress).faults;
 }
 
-void SwitchCore::pop(PortId egress) {
+void SwitchCore::pop(PortId egress, TimeNs now) {
   if (egress >= ports_.size()) return;
   Port& out = ports_[egress];
+  if (out.staging) {
+    if (!out.has_staged) return;
+    out.has_staged = false;
+    after_tx(egress, out.staged.bytes.size(), now);
+    return;
+  }
   if (out.queue.empty()) return;
   const std::size_t frame_bytes = out.queue.front().bytes.size();
   ++out.counters.tx_frames;
@@ -363,11 +388,19 @@ void SwitchCore::pop(PortId egress) {
   out.queue.pop_front();
 }
 
-void SwitchCore::pop_into(PortId egress, wire::Frame& out) {
+void SwitchCore::pop_into(PortId egress, wire::Frame& out, TimeNs now) {
   out.clear();
-  if (egress >= ports_.size() || ports_[egress].queue.empty()) return;
-  out.swap(ports_[egress].queue.front().bytes);
+  if (egress >= ports_.size()) return;
   Port& port = ports_[egress];
+  if (port.staging) {
+    if (!port.has_staged) return;
+    out.swap(port.staged.bytes);
+    port.has_staged = false;
+    after_tx(egress, out.size(), now);
+    return;
+  }
+  if (port.queue.empty()) return;
+  out.swap(port.queue.front().bytes);
   ++port.counters.tx_frames;
   port.counters.tx_bytes += out.size();
   port.queued_bytes -= out.size();
@@ -394,6 +427,7 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   target.counters.drops_link_down += target.queue.size();
   target.queue.clear();
   target.queued_bytes = 0;
+  reset_link(target);
   // Frames a delay spike holds were still on the link, which is gone now.
   drop_held(target);
   target.stalled_until_ns = 0;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -20,6 +21,7 @@
 
 #include "address-map/fabric_types.hpp"
 #include "packet-engine/fifo.hpp"
+#include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
 
@@ -30,11 +32,16 @@ using PortId = std::uint32_t;
 struct SwitchPortConfig {
   double rate_gbps = 800.0;                  // link rate; stored for the simulator
   std::size_t egress_queue_bytes = 1 << 20;  // byte limit of this port's egress queue
+  // Link-level retry on this port's hop (SwitchConfig::link_retry; docs/link-layer.md): what
+  // the port sends carries an LLR trailer and waits in a replay buffer until acknowledged; what
+  // it receives must carry one. The far end (a GPU's NIC or another switch) must do the same.
+  bool link_retry = false;
 };
 
-// Faults a port injects into the frames it receives (fault injection for reliability tests;
-// docs/switch.md). Probabilities per frame, drawn from the switch's own seeded generator, so a
-// run with the same seed and the same frames injects the same faults.
+// Faults a port injects into the frames it receives or (SwitchConfig::tx_faults; drop and
+// corrupt only) sends: fault injection for reliability tests, docs/switch.md. Probabilities per
+// frame, drawn from the switch's own seeded generator, so a run with the same seed and the same
+// frames injects the same faults.
 struct PortFaults {
   double drop_rate = 0.0;     // the frame is lost
   double corrupt_rate = 0.0;  // one bit of the frame is flipped (fabric frames then fail the CRC)
@@ -76,7 +83,9 @@ struct SwitchConfig {
     GpuId gpu = kInvalidGpu;
   };
   std::vector<PortBinding> port_bindings;
-  std::vector<std::pair<PortId, PortFaults>> faults;  // ingress port -> faults
+  std::vector<std::pair<PortId, PortFaults>> faults;     // ingress port -> faults
+  std::vector<std::pair<PortId, PortFaults>> tx_faults;  // egress port -> faults on what it sends
+  LinkRetryConfig link_retry;  // for the ports with SwitchPortConfig::link_retry
   std::uint64_t fault_seed = 1;
   // Whether fabric frames carry a CRC that is checked (wire::Crc). Only the simulator turns it
   // off: its frames come from FrameBuilder (CRC field zero) and only move between its own
@@ -112,6 +121,8 @@ struct PortCounters {
   std::uint64_t faults_reordered = 0;     // injected (ingress port)
   std::uint64_t faults_delay_spikes = 0;  // injected (ingress port): stalls started
   std::uint64_t faults_delayed = 0;       // frames held by a stall (ingress port)
+  std::uint64_t faults_tx_dropped = 0;    // injected on what the port sends (tx_faults)
+  std::uint64_t faults_tx_corrupted = 0;  // injected on what the port sends (tx_faults)
   // Frames lost because this port was down: queued when it went down, routed to it while
   // down, or arriving on it while down.
   std::uint64_t drops_link_down = 0;
@@ -151,11 +162,19 @@ class SwitchCore {
   void set_faults(PortId ingress, const PortFaults& faults);
   const PortFaults& faults(PortId ingress) const;  // throws std::out_of_range
 
-  // Delay spikes. Frames held by a stalled ingress link move on when a call hands in a `now` at
-  // or past their release time: on_frame on that port, or release_held. A runtime calls
-  // release_held every pass and, when idle, sleeps no longer than until next_release_ns().
+  // Faults on what `egress` sends, from now on: drop_rate and corrupt_rate only. Throws
+  // std::invalid_argument naming the field for a rate outside [0, 1] or any other fault set;
+  // ignores an out-of-range port.
+  void set_tx_faults(PortId egress, const PortFaults& faults);
+  const PortFaults& tx_faults(PortId egress) const;  // throws std::out_of_range
+
+  // Time. Frames held by a stalled ingress link (delay spikes) move on when a call hands in a
+  // `now` at or past their release time: on_frame on that port, or release_held, which also
+  // runs the link-level retry timers that are due (ACK delay, replay) and appends the ports
+  // that then have a frame to send. A runtime calls release_held every pass and, when idle,
+  // sleeps no longer than until next_release_ns().
   void release_held(TimeNs now, std::vector<PortId>& egress_touched);
-  TimeNs next_release_ns() const;  // kNoRelease when nothing is held
+  TimeNs next_release_ns() const;  // kNoRelease when nothing is held or timed
   // True while a spike stalls `ingress`: a runtime that can back-pressure the sender (shared
   // memory rings) leaves the port's frames where they are until then; others may hand them in
   // and the core holds them (up to the port's egress_queue_bytes, beyond that they are dropped
@@ -166,19 +185,29 @@ class SwitchCore {
   // The egress side, drained by the runtime. Out-of-range ports read as empty.
   // nullptr if empty; valid until the next call that adds to or takes from the queue. Inline:
   // the simulator asks after every frame a port sends.
+  // On a port with link-level retry or tx faults, it is the frame prepared to go next (an ACK
+  // or NAK, a replay, or the queue's head with its trailer), already out of the queue.
   const QueuedFrame* front(PortId egress) const {
-    if (egress >= ports_.size() || ports_[egress].queue.empty()) return nullptr;
-    return &ports_[egress].queue.front();
+    if (egress >= ports_.size()) return nullptr;
+    const Port& port = ports_[egress];
+    if (port.staging) return port.has_staged ? &port.staged : nullptr;
+    return port.queue.empty() ? nullptr : &port.queue.front();
   }
-  void pop(PortId egress);  // the runtime sent front(); counts tx
+  // The runtime sent front() (at `now`; without it, at the latest `now` the core was handed);
+  // counts tx.
+  void pop(PortId egress, TimeNs now);
+  void pop(PortId egress) { pop(egress, now_ns_); }
   // pop(), handing the frame's bytes to `out` instead of freeing them (no copy; what `out`
   // held is freed). `out` is left empty if there is nothing queued.
-  void pop_into(PortId egress, wire::Frame& out);
+  void pop_into(PortId egress, wire::Frame& out, TimeNs now);
+  void pop_into(PortId egress, wire::Frame& out) { pop_into(egress, out, now_ns_); }
   std::size_t queued_bytes(PortId egress) const;
   std::size_t queued_frames(PortId egress) const;
 
   std::size_t port_count() const { return ports_.size(); }
   const PortCounters& counters(PortId port) const;  // throws std::out_of_range
+  // The port's link-level retry counters; nullptr where it is off (or out of range).
+  const LinkRetryCounters* link_retry_counters(PortId port) const;
   std::uint64_t drops_bad_port() const { return drops_bad_port_; }
   const SwitchConfig& config() const { return config_; }
 
@@ -218,6 +247,13 @@ class SwitchCore {
     std::uint64_t learned_src = 0;
     std::uint64_t learned_epoch = kNoEpoch;
     PortCounters counters;
+    // Link-level retry and tx faults (switch_link.cpp). With either, the frame to send next is
+    // prepared in `staged` (`staging`), so front() stays a plain read.
+    std::unique_ptr<LinkRetry> llr;
+    PortFaults tx_faults;
+    bool staging = false;
+    bool has_staged = false;
+    QueuedFrame staged;
   };
   static constexpr std::uint64_t kNoEpoch = std::numeric_limits<std::uint64_t>::max();
   // One table for static and learned entries, so forwarding costs a single lookup. Static
@@ -243,6 +279,21 @@ class SwitchCore {
   // With `owner`, the queue takes its buffer instead of copying `frame`.
   bool enqueue(PortId egress, PortId ingress, std::span<const std::byte> frame, wire::Frame* owner,
                TimeNs now);
+  // switch_link.cpp: link-level retry and tx faults.
+  void add_link_retry(PortId port);
+  // A frame arrived on an LLR port: false if LLR took it (control) or dropped it; otherwise
+  // its trailer is cut off `frame`.
+  bool accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
+                         std::vector<PortId>& egress_touched);
+  // Prepares the frame the port sends next, if it has none ready; appends the port to
+  // `egress_touched` if it then has one and `egress_touched` is given.
+  void restage(PortId egress, TimeNs now, std::vector<PortId>* egress_touched = nullptr);
+  bool take_next(PortId egress, wire::Frame& out, TimeNs now);
+  // Applies tx faults to a prepared frame: false if it is lost.
+  bool survives_tx_faults(Port& port, wire::Frame& frame);
+  void run_link_timers(TimeNs now, std::vector<PortId>& egress_touched);
+  void after_tx(PortId egress, std::size_t frame_bytes, TimeNs now);
+  void reset_link(Port& port);
 
   SwitchConfig config_;
   std::vector<Port> ports_;
@@ -250,6 +301,8 @@ class SwitchCore {
   std::uint64_t routes_epoch_ = 0;                   // bumped by every change to routes_
   std::uint64_t drops_bad_port_ = 0;
   std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
+  std::vector<PortId> llr_ports_;  // ports with link-level retry, for their timers
+  TimeNs now_ns_ = 0;              // the latest `now` handed in
   std::mt19937_64 fault_rng_;
   wire::Frame corrupted_;  // scratch for a frame with an injected bit flip
 };
