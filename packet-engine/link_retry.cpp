@@ -65,6 +65,22 @@ std::size_t min_replay_buffer_bytes(const LinkRetryConfig& config, double rate_g
   return static_cast<std::size_t>(std::ceil(round_trip_ns * rate_gbps / 8.0)) + frame_bytes_max;
 }
 
+LinkRetryCounters& LinkRetryCounters::operator+=(const LinkRetryCounters& other) {
+  frames_sent += other.frames_sent;
+  frames_replayed += other.frames_replayed;
+  replays_nak += other.replays_nak;
+  replays_timeout += other.replays_timeout;
+  acks_sent += other.acks_sent;
+  naks_sent += other.naks_sent;
+  frames_received += other.frames_received;
+  drops_bad_fcs += other.drops_bad_fcs;
+  drops_out_of_sequence += other.drops_out_of_sequence;
+  drops_duplicate += other.drops_duplicate;
+  drops_malformed += other.drops_malformed;
+  frames_lost_on_reset += other.frames_lost_on_reset;
+  return *this;
+}
+
 LinkRetry::LinkRetry(LinkRetryConfig config, wire::Crc crc) : config_(config), crc_(crc) {}
 
 bool LinkRetry::can_send(std::size_t frame_bytes) const {

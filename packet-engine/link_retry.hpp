@@ -78,6 +78,8 @@ struct LinkRetryCounters {
   std::uint64_t drops_duplicate = 0;        // a replay of a frame already taken
   std::uint64_t drops_malformed = 0;        // no trailer (the far end runs without LLR?)
   std::uint64_t frames_lost_on_reset = 0;   // unacknowledged frames a reset threw away
+
+  LinkRetryCounters& operator+=(const LinkRetryCounters& other);  // sums every field
 };
 
 class LinkRetry {

@@ -96,12 +96,41 @@ void read_liveness(const toml::value& node, const std::string& source, TopologyC
                                                     1000, 3'600'000'000'000);
 }
 
+// [link] retry = "none" | "llr" and the LLR parameters (docs/link-layer.md).
+void read_link_retry(TableReader& table, TopologyConfig& config) {
+  const std::string retry = table.string_field("retry", config.link_retry ? "llr" : "none");
+  if (retry != "none" && retry != "llr") {
+    table.fail("retry", "must be \"none\" or \"llr\" (got \"" + retry + "\")");
+  }
+  config.link_retry = retry == "llr";
+  LinkRetryConfig& llr = config.link_retry_config;
+  llr.replay_buffer_bytes =
+      table.unsigned_field("replay_buffer_bytes", llr.replay_buffer_bytes, 1, 1ull << 32);
+  llr.replay_timeout_ns =
+      table.unsigned_field("replay_timeout_ns", llr.replay_timeout_ns, 100, 10'000'000'000);
+  llr.ack_every_frames = static_cast<std::uint32_t>(
+      table.unsigned_field("ack_every_frames", llr.ack_every_frames, 1, 1'000'000));
+  llr.ack_delay_ns = table.unsigned_field("ack_delay_ns", llr.ack_delay_ns, 0, 1'000'000'000);
+  if (!config.link_retry) return;
+  const std::size_t min_bytes = min_replay_buffer_bytes(
+      llr, config.link_rate_gbps, config.link_propagation_ns, config.frame_bytes_max);
+  if (llr.replay_buffer_bytes < min_bytes) {
+    table.fail("replay_buffer_bytes",
+               "is too small for the hop's round trip: at least " + std::to_string(min_bytes) +
+                   " bytes at rate_gbps, propagation_ns, ack_delay_ns and fabric.frame_bytes_max "
+                   "(got " +
+                   std::to_string(llr.replay_buffer_bytes) + ")");
+  }
+}
+
 void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "link", source);
-  table.allow_only({"rate_gbps", "propagation_ns"});
+  table.allow_only({"rate_gbps", "propagation_ns", "retry", "replay_buffer_bytes",
+                    "replay_timeout_ns", "ack_every_frames", "ack_delay_ns"});
   config.link_rate_gbps = table.double_field("rate_gbps", config.link_rate_gbps, 0.001, 1e6);
   config.link_propagation_ns =
       table.unsigned_field("propagation_ns", config.link_propagation_ns, 0, 1'000'000'000);
+  read_link_retry(table, config);
 }
 
 void read_sim(const toml::value& node, const std::string& source, TopologyConfig& config) {
@@ -160,31 +189,50 @@ void read_gpus(const toml::value& node, const std::string& source, TopologyConfi
   }
 }
 
+// One [[fault]] table's rates; `tx` (direction "tx") allows only what a sending port can do.
+PortFaults read_port_faults(TableReader& table, bool tx) {
+  PortFaults faults;
+  faults.drop_rate = table.double_field("drop_rate", 0.0, 0.0, 1.0);
+  faults.corrupt_rate = table.double_field("corrupt_rate", 0.0, 0.0, 1.0);
+  faults.reorder_rate = table.double_field("reorder_rate", 0.0, 0.0, 1.0);
+  faults.delay_spike_rate = table.double_field("delay_spike_rate", 0.0, 0.0, 1.0);
+  faults.delay_spike_ns =
+      table.unsigned_field("delay_spike_us", 0, 0, kMaxDelaySpikeNs / 1000) * 1000;
+  // A rate without a length (or the reverse) would silently inject nothing.
+  if ((faults.delay_spike_rate > 0) != (faults.delay_spike_ns > 0)) {
+    table.fail(faults.delay_spike_rate > 0 ? "delay_spike_us" : "delay_spike_rate",
+               "is needed too: a delay spike has a rate and a length");
+  }
+  const std::string link = table.string_field("link", "up");
+  if (link != "up" && link != "down") table.fail("link", "must be \"up\" or \"down\"");
+  faults.link_down = link == "down";
+  if (!tx) return faults;
+  for (const char* field : {"reorder_rate", "delay_spike_rate", "delay_spike_us", "link"}) {
+    if (table.has(field)) {
+      table.fail(field, "applies to direction = \"rx\" only (a sending port has no ingress link)");
+    }
+  }
+  return faults;
+}
+
 void read_faults(const toml::value& node, const std::string& source, TopologyConfig& config) {
   if (!node.is_array()) throw ConfigError(source + ": fault: must be an array of tables [[fault]]");
   std::size_t index = 0;
   for (const toml::value& entry : node.as_array()) {
     TableReader table(entry, "fault[" + std::to_string(index++) + "]", source);
-    table.allow_only({"port", "drop_rate", "corrupt_rate", "reorder_rate", "delay_spike_rate",
-                      "delay_spike_us", "link"});
+    table.allow_only({"port", "direction", "drop_rate", "corrupt_rate", "reorder_rate",
+                      "delay_spike_rate", "delay_spike_us", "link"});
     if (!table.has("port")) table.fail("port", "is required");
-    PortFaults faults;
     const auto port = static_cast<PortId>(table.unsigned_field("port", 0, 0, kMaxGpus - 1));
-    faults.drop_rate = table.double_field("drop_rate", 0.0, 0.0, 1.0);
-    faults.corrupt_rate = table.double_field("corrupt_rate", 0.0, 0.0, 1.0);
-    faults.reorder_rate = table.double_field("reorder_rate", 0.0, 0.0, 1.0);
-    faults.delay_spike_rate = table.double_field("delay_spike_rate", 0.0, 0.0, 1.0);
-    faults.delay_spike_ns =
-        table.unsigned_field("delay_spike_us", 0, 0, kMaxDelaySpikeNs / 1000) * 1000;
-    // A rate without a length (or the reverse) would silently inject nothing.
-    if ((faults.delay_spike_rate > 0) != (faults.delay_spike_ns > 0)) {
-      table.fail(faults.delay_spike_rate > 0 ? "delay_spike_us" : "delay_spike_rate",
-                 "is needed too: a delay spike has a rate and a length");
+    // Which way along the GPU's hop: "rx" what the switch port receives (from the GPU), "tx"
+    // what it sends (to the GPU), "both".
+    const std::string direction = table.string_field("direction", "rx");
+    if (direction != "rx" && direction != "tx" && direction != "both") {
+      table.fail("direction", "must be \"rx\", \"tx\" or \"both\" (got \"" + direction + "\")");
     }
-    const std::string link = table.string_field("link", "up");
-    if (link != "up" && link != "down") table.fail("link", "must be \"up\" or \"down\"");
-    faults.link_down = link == "down";
-    config.faults.emplace_back(port, faults);
+    const PortFaults faults = read_port_faults(table, direction != "rx");
+    if (direction != "tx") config.faults.emplace_back(port, faults);
+    if (direction != "rx") config.tx_faults.emplace_back(port, faults);
   }
 }
 
@@ -289,6 +337,12 @@ SwitchConfig TopologyConfig::switch_config(std::size_t extra_ports) const {
   for (const auto& [port, port_faults] : faults) {
     if (port < gpu_count) config.faults.emplace_back(port, port_faults);
   }
+  for (const auto& [port, port_faults] : tx_faults) {
+    if (port < gpu_count) config.tx_faults.emplace_back(port, port_faults);
+  }
+  // Link-level retry on the GPUs' hops; the extra ports' far ends (guest NICs) do not run it.
+  for (std::size_t port = 0; port < gpu_count; ++port) config.ports[port].link_retry = link_retry;
+  config.link_retry = link_retry_config;
   config.fault_seed = fault_seed;
   return config;
 }

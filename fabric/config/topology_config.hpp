@@ -52,6 +52,10 @@ struct TopologyConfig {
 
   double link_rate_gbps = 800.0;
   TimeNs link_propagation_ns = 10;
+  // [link] retry = "llr": link-level retry on every hop (docs/link-layer.md), with its
+  // parameters (replay_buffer_bytes, replay_timeout_ns, ack_every_frames, ack_delay_ns).
+  bool link_retry = false;
+  LinkRetryConfig link_retry_config;
 
   // [sim]: endpoint costs of the discrete-event simulator (docs/timing-model.md).
   TimeNs sim_issue_ns = 20;        // a GPU hands one load/store operation to its packet engine
@@ -70,7 +74,9 @@ struct TopologyConfig {
   LivenessConfig liveness;
 
   // [[fault]]: faults the switch injects on a GPU's port (docs/switch.md), and their seed.
+  // direction = "rx" (the default) lands in `faults`, "tx" in `tx_faults`, "both" in both.
   std::vector<std::pair<PortId, PortFaults>> faults;
+  std::vector<std::pair<PortId, PortFaults>> tx_faults;
   std::uint64_t fault_seed = 1;
 
   std::vector<GpuConfig> gpus;         // one per GPU, defaults filled in

@@ -66,6 +66,7 @@ bool parse_sim_engine(const std::string& text, SimEngine& out) {
 SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine engine)
     : config_(config),
       engine_(engine),
+      link_retry_(config.link_retry),
       topology_(build_topology(config, kind)),
       memory_(config.hbm_bytes),
       links_(topology_.links),
@@ -82,6 +83,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
     state.endpoint = std::make_unique<Endpoint>(std::move(engine_config), memory_.bytes());
   }
   if (engine_ == SimEngine::kRoce) add_roce_gpus();
+  if (link_retry_) add_link_retry();
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
   }
@@ -149,7 +151,9 @@ SimReport SimFabric::run(Workload& workload) {
   std::uint64_t events = 0;
   while (!queue_.empty() && !only_endless_timers_left()) {
     const Event event = queue_.pop();
-    if (event.kind == kWake || event.kind == kLinkFault) --timers_pending_;
+    if (event.kind == kWake || event.kind == kLinkFault || event.kind == kLinkTimer) {
+      --timers_pending_;
+    }
     // The next event's frame was written long ago (in modelled time, hundreds of thousands of
     // events) and is cold: start fetching it while this event runs.
     if (!queue_.empty()) prefetch(queue_.top());
@@ -191,6 +195,7 @@ void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
     add_nic_report();
   } else {
     add_liveness_report();
+    add_link_retry_report();
   }
 }
 
@@ -295,6 +300,9 @@ void SimFabric::dispatch(const Event& event) {
     case kRoceCompletion:
       on_roce_completion(static_cast<GpuId>(event.target));
       break;
+    case kLinkTimer:
+      on_link_timer(static_cast<GpuId>(event.target));
+      break;
     default:
       break;
   }
@@ -360,10 +368,15 @@ void SimFabric::after_engine(GpuId gpu) {
   // transmission is fixed the moment it is queued: it starts when the wire is free. (Its
   // arrival waits in the link's in-flight FIFO, not in the event heap.)
   for (wire::Frame& frame : effects_.send) {
+    if (link_retry_) {
+      state.llr_waiting.push_back(std::move(frame));
+      continue;
+    }
     const std::uint32_t slot = take_slot();
     slots_[slot].swap(frame);
     launch(uplink, slot, std::max(now_, links_[uplink].free_at));
   }
+  if (link_retry_) send_on_gpu_link(gpu);
   schedule_wake(gpu);
   effects_.clear();
 
@@ -442,8 +455,10 @@ void SimFabric::kick(std::uint32_t link_index) {
 void SimFabric::start_tx(std::uint32_t link_index) {
   Link& link = links_[link_index];
   const std::uint32_t slot = take_slot();
-  switches_[link.from.node]->pop_into(link.from.port, slots_[slot]);
+  switches_[link.from.node]->pop_into(link.from.port, slots_[slot], now_ns());
   launch(link_index, slot, now_);
+  // A frame sent under link-level retry starts the port's replay timer.
+  if (link_retry_) schedule_release(link.from.node);
   if (has_frame(link)) {
     link.kick_pending = true;
     queue_.push(link.free_at, kTxDone, link_index);
@@ -462,43 +477,49 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
     auto& arriving = gpus_[link.to.node].roce->arriving;
     arriving.push_back(RoceGpu::Received{arrival, slot, 0});
     if (arriving.size() == 1) queue_.push(arrival, kRoceArrival, link.to.node, slot);
-  } else if (link.to.kind == NodeKind::kGpu) {
-    // Everything for a GPU arrives over this one link, in transmission order, so its
-    // completer's queue can be worked out now: one event per frame instead of two.
-    // Frames with requests are handed over in completer order, frames with only responses
-    // on arrival: each kind in its own FIFO, both monotonic, one event for each head.
-    // A sequenced frame (go-back-N) must reach the endpoint in sequence order, which checks
-    // the sequence as it takes the whole frame: one carrying only responses then waits behind
-    // the requests queued before it instead of overtaking them (a gap, a NAK, and every frame
-    // after it resent).
-    const std::size_t requests = count_requests(frame);
-    Gpu& state = gpus_[link.to.node];
-    TimePs deliver = arrival;
-    const std::uint32_t fifo = requests > 0 || is_sequenced(frame) ? 1 : 0;
-    if (requests > 0) {
-      state.completer_busy_until =
-          std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
-      deliver = state.completer_busy_until;
-    } else if (fifo == 1) {
-      deliver = std::max(state.completer_busy_until, arrival);
-    }
-    // A frame with requests is read whole (a write's payload is copied into memory), the
-    // others only up to their transaction headers.
-    const auto hint_bytes = static_cast<std::uint32_t>(
-        requests > 0 ? frame.size() : std::min(frame.size(), kHeaderHintBytes));
-    auto& waiting = state.delivering[fifo];
-    waiting.push_back(Link::InFlight{deliver, slot, hint_bytes, frame.data()});
-    if (waiting.size() == 1) {
-      queue_.push(deliver, kDeliverResponses + fifo, link.to.node, slot, frame.data(), hint_bytes);
-    }
+  } else if (link.to.kind == NodeKind::kGpu && !link_retry_) {
+    queue_delivery(static_cast<GpuId>(link.to.node), slot, arrival);
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
-    // link's own FIFO with one event for the first keeps the event heap small.
+    // link's own FIFO with one event for the first keeps the event heap small. (So do frames
+    // toward a GPU with link-level retry: its NIC checks each as it arrives.)
     const auto hint_bytes = static_cast<std::uint32_t>(std::min(frame.size(), kHeaderHintBytes));
     link.in_flight.push_back(Link::InFlight{arrival, slot, hint_bytes, frame.data()});
     if (link.in_flight.size() == 1) {
       queue_.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
     }
+  }
+}
+
+void SimFabric::queue_delivery(GpuId gpu, std::uint32_t slot, TimePs arrival) {
+  // Everything for a GPU arrives over this one link, in transmission order, so its
+  // completer's queue can be worked out now: one event per frame instead of two.
+  // Frames with requests are handed over in completer order, frames with only responses
+  // on arrival: each kind in its own FIFO, both monotonic, one event for each head.
+  // A sequenced frame (go-back-N) must reach the endpoint in sequence order, which checks
+  // the sequence as it takes the whole frame: one carrying only responses then waits behind
+  // the requests queued before it instead of overtaking them (a gap, a NAK, and every frame
+  // after it resent).
+  const wire::Frame& frame = slots_[slot];
+  const std::size_t requests = count_requests(frame);
+  Gpu& state = gpus_[gpu];
+  TimePs deliver = arrival;
+  const std::uint32_t fifo = requests > 0 || is_sequenced(frame) ? 1 : 0;
+  if (requests > 0) {
+    state.completer_busy_until =
+        std::max(state.completer_busy_until, arrival) + completer_ps_ * requests;
+    deliver = state.completer_busy_until;
+  } else if (fifo == 1) {
+    deliver = std::max(state.completer_busy_until, arrival);
+  }
+  // A frame with requests is read whole (a write's payload is copied into memory), the
+  // others only up to their transaction headers.
+  const auto hint_bytes = static_cast<std::uint32_t>(
+      requests > 0 ? frame.size() : std::min(frame.size(), kHeaderHintBytes));
+  auto& waiting = state.delivering[fifo];
+  waiting.push_back(Link::InFlight{deliver, slot, hint_bytes, frame.data()});
+  if (waiting.size() == 1) {
+    queue_.push(deliver, kDeliverResponses + fifo, gpu, slot, frame.data(), hint_bytes);
   }
 }
 
@@ -515,7 +536,11 @@ void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
     const Link::InFlight& next = link.in_flight.front();
     queue_.push(next.at, kArrival, link_index, next.slot, next.data, next.hint_bytes);
   }
-  const LinkEnd to = link.to;  // always a switch: GPUs get kDeliver
+  const LinkEnd to = link.to;
+  if (to.kind == NodeKind::kGpu) {  // only with link-level retry: GPUs get kDeliver otherwise
+    on_gpu_arrival(static_cast<GpuId>(to.node), slot);
+    return;
+  }
   touched_.clear();
   switches_[to.node]->on_owned_frame(to.port, slots_[slot], now_ns(), touched_);
   release_slot(slot);

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
 #include "packet-engine/fifo.hpp"
+#include "packet-engine/link_retry.hpp"
 #include "switch/core/switch_core.hpp"
 
 namespace ethx::sim {
@@ -92,6 +94,7 @@ class SimFabric {
     kRoceArrival,     // a packet reached the NIC
     kRoceProcessed,   // the NIC has processed a received packet: hand it to the engine
     kRoceCompletion,  // the GPU sees a CQE
+    kLinkTimer,       // target GPU: its NIC's link-level retry timer (ACK delay, replay)
   };
 
   struct PendingIssue {
@@ -115,6 +118,11 @@ class SimFabric {
     // The requester's liveness transitions already seen (to time the first of each).
     std::uint64_t seen_marked_down = 0;
     std::uint64_t seen_marked_up = 0;
+    // [link] retry = "llr": the NIC's end of the GPU's hop (sim_link_retry.cpp), the frames
+    // waiting for room in its replay buffer, and its timer's pending event.
+    std::unique_ptr<LinkRetry> llr;
+    std::deque<wire::Frame> llr_waiting;
+    TimePs llr_timer_pending = UINT64_MAX;
   };
 
   void dispatch(const Event& event);
@@ -141,6 +149,17 @@ class SimFabric {
   void on_roce_completion(GpuId gpu);
   void after_roce(GpuId gpu);
   void add_nic_report();
+  // Link-level retry at the GPUs (sim_link_retry.cpp).
+  void add_link_retry();
+  // Puts what the GPU's NIC owes its hop on the wire: ACK/NAK, replays, then waiting frames.
+  void send_on_gpu_link(GpuId gpu);
+  void on_gpu_arrival(GpuId gpu, std::uint32_t slot);
+  void schedule_link_timer(GpuId gpu);
+  void on_link_timer(GpuId gpu);
+  void add_link_retry_report();
+  // A frame for GPU `gpu` arrives at `arrival`: queues it for the endpoint behind the
+  // completer (frames with requests) or as it arrives (the others).
+  void queue_delivery(GpuId gpu, std::uint32_t slot, TimePs arrival);
   // --link-down: GPU `gpu`'s switch port goes down (or comes back up).
   void on_link_fault(GpuId gpu, bool down);
   // Delay spikes (switch_core.hpp): forwards what switch `sw` held until now.
@@ -171,6 +190,7 @@ class SimFabric {
 
   const TopologyConfig& config_;
   SimEngine engine_;
+  bool link_retry_;  // [link] retry = "llr"
   SimTopology topology_;
   // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
   // time, not contents (nothing reads a value back to decide anything), so it keeps one

@@ -89,6 +89,20 @@ nlohmann::ordered_json liveness_json(const LivenessReport& l) {
           {"first_up_ns", optional_ns(l.first_up_ps)}};
 }
 
+nlohmann::ordered_json link_retry_json(const LinkRetryCounters& c) {
+  return {{"frames_sent", c.frames_sent},
+          {"frames_replayed", c.frames_replayed},
+          {"replays_nak", c.replays_nak},
+          {"replays_timeout", c.replays_timeout},
+          {"acks_sent", c.acks_sent},
+          {"naks_sent", c.naks_sent},
+          {"drops_bad_fcs", c.drops_bad_fcs},
+          {"drops_out_of_sequence", c.drops_out_of_sequence},
+          {"drops_duplicate", c.drops_duplicate},
+          {"drops_malformed", c.drops_malformed},
+          {"frames_lost_on_reset", c.frames_lost_on_reset}};
+}
+
 nlohmann::ordered_json nic_json(const std::optional<NicReport>& nic) {
   if (!nic) return nullptr;
   const RnicCounters& c = nic->counters;
@@ -206,6 +220,8 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   out["max_queue_bytes"] = deepest;
   out["switches"] = std::move(switches);
   out["nic"] = nic_json(r.nic);
+  // Only with [link] retry = "llr", so reports of runs without it keep their bytes.
+  if (r.link_retry) out["link_retry"] = link_retry_json(*r.link_retry);
   return out;
 }
 
@@ -232,6 +248,13 @@ std::string format_table(const SimReport& r) {
     add_nic(text, *r.nic);
   } else {
     add_faults_and_liveness(text, r);
+  }
+  if (r.link_retry) {
+    const LinkRetryCounters& c = *r.link_retry;
+    add(text,
+        "%-22s %llu replayed (%llu NAKs, %llu timeouts), %llu bad FCS, %llu out of sequence\n",
+        "link-level retry", u(c.frames_replayed), u(c.naks_sent), u(c.replays_timeout),
+        u(c.drops_bad_fcs), u(c.drops_out_of_sequence));
   }
   add(text, "%-22s %llu\n", "events", u(r.events));
   add(text, "\n%-10s %6s %14s %14s %14s %10s\n", "switch", "ports", "rx frames", "tx frames",

@@ -10,6 +10,7 @@
 
 #include "fabric/sim/rnic_model.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
+#include "packet-engine/link_retry.hpp"
 
 namespace ethx::sim {
 
@@ -86,6 +87,8 @@ struct SimReport {
   LivenessReport liveness;
   std::vector<SwitchReport> switches;
   std::optional<NicReport> nic;  // --engine roce
+  // [link] retry = "llr": every hop end's link-level retry counters, summed.
+  std::optional<LinkRetryCounters> link_retry;
 
   double bandwidth_gbps() const;  // payload bits / makespan
   // Operations per GPU per microsecond of makespan (successful ones), averaged over the GPUs.

@@ -27,6 +27,9 @@ class Builder {
 
   std::uint32_t add_switch(std::string name, SwitchConfig switch_config) {
     switch_config.crc = config_.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
+    // Link-level retry on every hop, GPU ports and switch-to-switch ports alike.
+    for (SwitchPortConfig& port : switch_config.ports) port.link_retry = config_.link_retry;
+    switch_config.link_retry = config_.link_retry_config;
     topology_.switch_names.push_back(std::move(name));
     topology_.egress_link.emplace_back(switch_config.ports.size(), kNoLink);
     topology_.switches.push_back(std::move(switch_config));

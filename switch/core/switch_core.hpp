@@ -122,7 +122,9 @@ struct PortCounters {
   std::uint64_t faults_delay_spikes = 0;  // injected (ingress port): stalls started
   std::uint64_t faults_delayed = 0;       // frames held by a stall (ingress port)
   std::uint64_t faults_tx_dropped = 0;    // injected on what the port sends (tx_faults)
-  std::uint64_t faults_tx_corrupted = 0;  // injected on what the port sends (tx_faults)
+  // Injected on what the port sends (tx_faults). Where frames carry no CRC and the port runs
+  // no link-level retry, the far end's MAC would drop the frame: it is not sent.
+  std::uint64_t faults_tx_corrupted = 0;
   // Frames lost because this port was down: queued when it went down, routed to it while
   // down, or arriving on it while down.
   std::uint64_t drops_link_down = 0;

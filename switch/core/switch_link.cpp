@@ -77,10 +77,10 @@ bool SwitchCore::survives_tx_faults(Port& port, wire::Frame& frame) {
   }
   if (faults.corrupt_rate > 0 && !frame.empty() && chance(fault_rng_) < faults.corrupt_rate) {
     ++port.counters.faults_tx_corrupted;
-    // As on the receive side: a frame without its CRC gets one first, so the flip is caught.
-    if (config_.crc == wire::Crc::kOff && !(port.llr && fill_llr_fcs(frame))) {
-      wire::fill_crc(frame);
-    }
+    // Frames without a CRC (the simulator's) get the link's FCS first where link-level retry
+    // checks one, so the flip is caught. Elsewhere nothing at the far end would look: the
+    // receiving MAC's FCS check drops the frame, so it is lost.
+    if (config_.crc == wire::Crc::kOff && !(port.llr && fill_llr_fcs(frame))) return false;
     const std::uint64_t bit = fault_rng_() % (frame.size() * 8);
     frame[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
   }
