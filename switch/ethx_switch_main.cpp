@@ -273,6 +273,7 @@ int run(int argc, char** argv) {
   const pid_t parent_pid = ::getppid();
 
   const ethx::TopologyConfig topology = ethx::load_topology(options.config_path, options.gpus);
+  ethx::require_emulated(topology);
   if (!ethx::valid_transport(options.transport)) {
     throw std::invalid_argument("--transport " + options.transport +
                                 ": use shm, afxdp or afpacket");

@@ -250,6 +250,7 @@ int run_up(const UpOptions& options) {
   if (!guest_nics_usable(options, transport)) return 2;
   const UpPlan plan = plan_up(options);
   const TopologyConfig topology = load_topology(options.config_path, plan.gpus);
+  require_emulated(topology);
   directory.lock();
   directory.lock_switch();  // a restart of the switch of an earlier record finishes first
   if (const int refused = clear_earlier(directory, options.name); refused != 0) return refused;

@@ -397,6 +397,15 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
   return config;
 }
 
+void require_emulated(const TopologyConfig& config) {
+  if (config.link_retry) {
+    throw ConfigError(
+        "link.retry: \"llr\" is modelled by `ethx sim` only so far; the emulator's nodes do not "
+        "run link-level retry yet (docs/link-layer.md). Use retry = \"none\" with [reliability] "
+        "mode = \"go-back-n\" for an emulated fabric that survives loss");
+  }
+}
+
 TopologyConfig load_topology(const std::string& path) {
   if (path.empty()) return parse_topology(default_topology_toml(), "default topology");
   std::ifstream file(path);

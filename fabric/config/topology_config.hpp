@@ -93,6 +93,11 @@ struct TopologyConfig {
   void resize(std::size_t gpus);
 };
 
+// The emulator's processes (switch, nodes, QEMU devices) call this before they start: throws
+// ConfigError naming the field of anything only `ethx sim` models so far ([link] retry =
+// "llr": the nodes' end of a hop does not run link-level retry yet; docs/link-layer.md).
+void require_emulated(const TopologyConfig& config);
+
 // "off" -> false, "go-back-n" -> true, anything else -> nullopt.
 std::optional<bool> parse_reliability_mode(std::string_view mode);
 

@@ -55,6 +55,7 @@ FabricLauncher::FabricLauncher(std::string fabric_name, std::string config_path,
       config_path_(std::move(config_path)),
       topology_(std::move(topology)),
       options_(std::move(options)) {
+  require_emulated(topology_);
   if (!options_.detached) watcher_ = std::make_unique<ProcessWatcher>();
   if (is_socket_transport(options_.transport) && options_.netns_tag.empty()) {
     options_.netns_tag = bench_tag(::getpid());

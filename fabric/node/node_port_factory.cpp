@@ -50,6 +50,7 @@ std::unique_ptr<NodePort> open_socket_port(const TopologyConfig& topology, GpuId
 
 std::unique_ptr<NodePort> open_node_port(const TopologyConfig& topology, GpuId gpu,
                                          const NodePortOptions& options) {
+  require_emulated(topology);
   if (!valid_transport(options.transport)) {
     throw std::invalid_argument("transport " + options.transport + ": use shm, afxdp or afpacket");
   }

@@ -71,15 +71,13 @@ TEST(SimLinkRetry, ClearHopsAddNothingButTheTrailerAndTheAcks) {
 TEST(SimLinkRetry, LeafSpineHopsRunItTooAndRunsRepeatByteForByte) {
   TopologyConfig config = config_with("[link]\nretry = \"llr\"", 0.001);
   config.resize(64);
-  const SimReport first =
-      run(config, WorkloadKind::kAllToAll, 4096, 1, TopologyKind::kLeafSpine);
+  const SimReport first = run(config, WorkloadKind::kAllToAll, 4096, 1, TopologyKind::kLeafSpine);
   EXPECT_TRUE(first.complete);
   EXPECT_EQ(first.ops_failed, 0u);
   ASSERT_TRUE(first.link_retry.has_value());
   // Every hop end stamps frames: 64 GPUs' NICs, and leaf and spine ports.
   EXPECT_GT(first.link_retry->frames_sent, first.frames_delivered);
-  const SimReport second =
-      run(config, WorkloadKind::kAllToAll, 4096, 1, TopologyKind::kLeafSpine);
+  const SimReport second = run(config, WorkloadKind::kAllToAll, 4096, 1, TopologyKind::kLeafSpine);
   EXPECT_EQ(to_json(first).dump(), to_json(second).dump());
 }
 
@@ -99,8 +97,7 @@ TEST(SimLinkRetry, TheRdmaEngineIsRefusedByName) {
 
 TEST(LinkConfig, BadRetrySettingsNameTheirField) {
   EXPECT_NE(config_error("[link]\nretry = \"fec\"").find("link.retry"), std::string::npos);
-  const std::string small =
-      config_error("[link]\nretry = \"llr\"\nreplay_buffer_bytes = 4096");
+  const std::string small = config_error("[link]\nretry = \"llr\"\nreplay_buffer_bytes = 4096");
   EXPECT_NE(small.find("link.replay_buffer_bytes"), std::string::npos);
   EXPECT_NE(small.find("round trip"), std::string::npos);
   // The same small buffer is fine while link-level retry is off.
@@ -124,6 +121,17 @@ TEST(LinkConfig, DirectionPutsFaultsOnEitherSideOfTheHop) {
   const SwitchConfig switch_config = config.switch_config();
   EXPECT_EQ(switch_config.tx_faults.size(), 1u);
   EXPECT_FALSE(switch_config.ports[0].link_retry);
+}
+
+TEST(LinkConfig, TheEmulatorRefusesLinkRetryByNameUntilItsNodesRunIt) {
+  const TopologyConfig llr = parse_topology("[link]\nretry = \"llr\"\n", "t.toml");
+  try {
+    require_emulated(llr);
+    FAIL() << "the emulator accepted link-level retry";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("link.retry"), std::string::npos);
+  }
+  EXPECT_NO_THROW(require_emulated(parse_topology("", "t.toml")));
 }
 
 }  // namespace
