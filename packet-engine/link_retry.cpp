@@ -12,7 +12,6 @@ namespace {
 // Link-local group address (IEEE 802.1Q reserved 01-80-C2-00-00-0x: never forwarded by a
 // bridge), the one MAC control frames such as PAUSE use: control frames stay on their hop.
 constexpr std::uint8_t kControlDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
-constexpr std::size_t kFcsCoveredTrailerBytes = kLlrTrailerBytes - 4;
 // The replay timer doubles after each timeout with no progress, up to this many times the
 // configured value, so a dead far end costs a few replays rather than one per timeout.
 constexpr unsigned kMaxBackoffShift = 10;

@@ -50,7 +50,7 @@ bool fill_llr_fcs(std::span<std::byte> frame);
 struct LinkRetryConfig {
   // Bytes of frames sent and not yet acknowledged; the sender stops taking new frames when
   // full. It must cover the hop's round trip at the link rate (check_replay_buffer).
-  std::size_t replay_buffer_bytes = 256 * 1024;
+  std::size_t replay_buffer_bytes = std::size_t{256} * 1024;
   // The oldest unacknowledged frame waits this long before everything from it is replayed.
   TimeNs replay_timeout_ns = 10'000;
   // The receiver acknowledges after this many frames in sequence, or this long after the
