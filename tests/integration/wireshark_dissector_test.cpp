@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
 #include "switch/capture/pcap_writer.hpp"
@@ -251,6 +252,57 @@ TEST_F(WiresharkDissector, ShowsOpcodeNamesAndFlagsACorruptedFrameAndAnEchoFrame
                          "error-resp(no-rights)"),
             std::string::npos)
       << summary;
+}
+
+TEST_F(WiresharkDissector, ShowsTheLinkRetryTrailerAndItsControlFramesAndChecksTheLinkFcs) {
+  // A hop's two ends, as docs/link-layer.md describes them: two data frames stamped by one,
+  // the other's ACK for them, then a NAK after a gap, then a data frame damaged on the wire.
+  LinkRetry sender({}, wire::Crc::kOn);
+  LinkRetry receiver({}, wire::Crc::kOn);
+  std::vector<wire::Frame> frames = make_frames();
+  frames.resize(2);
+  for (wire::Frame& frame : frames) {
+    sender.stamp(frame, 0);
+    std::size_t payload_bytes = 0;
+    ASSERT_EQ(receiver.receive(frame, 0, payload_bytes), LinkRetry::Verdict::kDeliver);
+  }
+  receiver.on_time(LinkRetryConfig{}.ack_delay_ns);
+  wire::Frame ack;
+  ASSERT_TRUE(receiver.take_control(ack, default_mac_for_gpu(1)));
+  frames.push_back(ack);
+  wire::Frame skipped = make_frames()[2];
+  sender.stamp(skipped, 0);  // lost: the receiver sees the next one as a gap
+  wire::Frame after_gap = make_frames()[2];
+  sender.stamp(after_gap, 0);
+  std::size_t payload_bytes = 0;
+  ASSERT_EQ(receiver.receive(after_gap, 0, payload_bytes), LinkRetry::Verdict::kDrop);
+  wire::Frame nak;
+  ASSERT_TRUE(receiver.take_control(nak, default_mac_for_gpu(1)));
+  frames.push_back(nak);
+  after_gap[20] ^= std::byte{0x01};
+  frames.push_back(after_gap);
+  {
+    PcapWriter writer(pcap_);
+    TimeNs at_ns = 1;
+    for (const wire::Frame& frame : frames) writer.write(frame, at_ns++);
+  }
+  int status = -1;
+  const std::string out =
+      run("tshark -X lua_script:" + lua_script() + " -r " + pcap_ +
+              " -T fields -E separator='|' -e ethx_llr.kind -e ethx_llr.seq -e ethx_llr.epoch"
+              " -e ethx_llr.fcs.status -e ethx.txn_count -e _ws.col.Info 2>/dev/null",
+          status);
+  ASSERT_EQ(status, 0);
+  const std::vector<std::string> lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 5u) << out;
+  EXPECT_EQ(lines[0].substr(0, lines[0].rfind('|')), "1|0|0|good|3");
+  EXPECT_EQ(lines[1].substr(0, lines[1].rfind('|')), "1|1|0|good|4");
+  EXPECT_EQ(lines[2].substr(0, lines[2].rfind('|')), "2|2|0|good|");
+  EXPECT_EQ(lines[3].substr(0, lines[3].rfind('|')), "3|2|0|good|");
+  EXPECT_EQ(lines[4].substr(0, lines[4].rfind('|')), "1|3|0|bad|5");
+  EXPECT_NE(lines[0].find("[LLR seq 0]"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("LLR ACK 2"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("LLR NAK 2"), std::string::npos) << lines[3];
 }
 
 TEST(PcapWriter, ACaptureFileThatCannotBeMadeNamesItsPath) {

@@ -5,17 +5,22 @@
 --
 -- EtherType 0x88B5: the frame header (24 B), every transaction (16 B header and its payload),
 -- link-layer fields (sequence, ACK, NAK, credits) and ACK/NAK control frames, then the CRC-32C,
--- checked. EtherType 0x88B6: the benchmarks' echo frames. Offsets below are relative to the end
+-- checked; a link-level retry trailer (sequence, kind, epoch, link FCS, checked) and LLR's own
+-- ACK/NAK control frames. EtherType 0x88B6: the benchmarks' echo frames. Offsets below are relative to the end
 -- of the Ethernet header (byte 14 of the frame); the layout is written once, in
 -- packet-engine/wire.hpp, and checked against this file by tests/integration/wireshark_dissector_test.cpp.
 
 local ethx = Proto("ethx", "ethx load/store fabric")
+local llr = Proto("ethx_llr", "ethx link-level retry")
 local echo = Proto("ethx_echo", "ethx echo (benchmark baseline)")
 
 local kFrameHeaderBytes = 24
 local kTxnHeaderBytes = 16
 local kCrcBytes = 4
 local kVersion = 2
+local kLlrTrailerBytes = 12  -- packet-engine/link_retry.hpp LlrTrailer (docs/link-layer.md)
+local kLlrMagic = 0x4C52
+local llr_kinds = { [1] = "data", [2] = "ack", [3] = "nak" }
 
 local opcodes = {
   [0x01] = "read-req", [0x02] = "read-resp", [0x03] = "write-posted", [0x04] = "write-req",
@@ -58,6 +63,14 @@ f.address = ProtoField.uint64("ethx.txn.address", "Address", base.HEX)
 f.payload = ProtoField.bytes("ethx.txn.payload", "Payload")
 f.crc = ProtoField.uint32("ethx.crc", "CRC-32C", base.HEX)
 f.crc_status = ProtoField.string("ethx.crc.status", "CRC status")
+
+local fl = llr.fields
+fl.seq = ProtoField.uint32("ethx_llr.seq", "Link sequence (data) / next expected (ACK, NAK)")
+fl.kind = ProtoField.uint8("ethx_llr.kind", "Kind", base.DEC, llr_kinds)
+fl.epoch = ProtoField.uint8("ethx_llr.epoch", "Epoch")
+fl.magic = ProtoField.uint16("ethx_llr.magic", "Magic", base.HEX)
+fl.fcs = ProtoField.uint32("ethx_llr.fcs", "Link FCS (CRC-32C)", base.HEX)
+fl.fcs_status = ProtoField.string("ethx_llr.fcs.status", "Link FCS status")
 
 local e_malformed = ProtoExpert.new("ethx.malformed", "Malformed ethx frame", expert.group.MALFORMED,
                                     expert.severity.ERROR)
@@ -191,8 +204,42 @@ local function control_text(tvb)
   return text
 end
 
-function ethx.dissector(tvb, pinfo, tree)
-  pinfo.cols.protocol = "ethx"
+-- Whether the last 12 bytes are a link-level retry trailer: its magic, a known kind, and (for
+-- data) a fabric frame that ends exactly where the trailer starts.
+local function has_llr_trailer(tvb)
+  local len = tvb:len()
+  if len < kLlrTrailerBytes or tvb(len - 6, 2):uint() ~= kLlrMagic then return false end
+  if llr_kinds[tvb(len - 8, 1):uint()] == nil then return false end
+  if len == kLlrTrailerBytes then return true end  -- an ACK or NAK control frame
+  return len >= kFrameHeaderBytes + kCrcBytes + kLlrTrailerBytes and
+         kFrameHeaderBytes + tvb(8, 2):uint() + kCrcBytes + kLlrTrailerBytes == len
+end
+
+-- The trailer's tree; returns "LLR seq 5" / "LLR ACK 5" / "LLR NAK 5" for the Info column.
+local function add_llr_trailer(tree, tvb)
+  local at = tvb:len() - kLlrTrailerBytes
+  local root = tree:add(llr, tvb(at, kLlrTrailerBytes))
+  root:add(fl.seq, tvb(at, 4))
+  root:add(fl.kind, tvb(at + 4, 1))
+  root:add(fl.epoch, tvb(at + 5, 1))
+  root:add(fl.magic, tvb(at + 6, 2))
+  local item = root:add(fl.fcs, tvb(at + 8, 4))
+  local carried = bit.tobit(tvb(at + 8, 4):uint())
+  local computed = bit.tobit(frame_crc(tvb, at + 8))
+  if carried == computed then
+    root:add(fl.fcs_status, "good")
+  elseif carried == 0 then
+    root:add(fl.fcs_status, "absent")  -- ethx sim without [sim] crc
+  else
+    root:add(fl.fcs_status, "bad")
+    item:add_proto_expert_info(e_bad_crc, "link FCS does not match: computed 0x" .. bit.tohex(computed))
+  end
+  local kind = tvb(at + 4, 1):uint()
+  local word = kind == 1 and "seq " or (kind == 2 and "ACK " or "NAK ")
+  return "LLR " .. word .. tvb(at, 4):uint()
+end
+
+local function dissect_fabric(tvb, pinfo, tree)
   local root = tree:add(ethx, tvb())
   if tvb:len() < kFrameHeaderBytes then
     root:add_proto_expert_info(e_malformed, "frame header truncated")
@@ -220,6 +267,20 @@ function ethx.dissector(tvb, pinfo, tree)
   end
   add_crc(root, tvb, body_end)
   return body_end + kCrcBytes
+end
+
+function ethx.dissector(tvb, pinfo, tree)
+  pinfo.cols.protocol = "ethx"
+  if not has_llr_trailer(tvb) then return dissect_fabric(tvb, pinfo, tree) end
+  local len = tvb:len()
+  if len > kLlrTrailerBytes then dissect_fabric(tvb(0, len - kLlrTrailerBytes):tvb(), pinfo, tree) end
+  local text = add_llr_trailer(tree, tvb)
+  if len == kLlrTrailerBytes then
+    pinfo.cols.info = text
+  else
+    pinfo.cols.info = tostring(pinfo.cols.info) .. " [" .. text .. "]"
+  end
+  return len
 end
 
 function echo.dissector(tvb, pinfo, tree)
