@@ -610,6 +610,9 @@ void SimFabric::on_link_fault(GpuId gpu, bool down) {
   core.set_faults(port.port, faults);
   if (was_up && down) ++links_down_;
   if (!was_up && !down) --links_down_;
+  // Both ends of a cable see its link go down: the NIC's link-level retry starts over too, as
+  // the switch port's did (its frames in flight are lost with the link).
+  if (link_retry_ && was_up && down) gpus_[gpu].llr->reset();
   // Taking the port down dropped what it held, so the earliest release may have moved.
   schedule_release(port.node);
 }

@@ -13,7 +13,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:-60}"
 jobs="${ETHX_FUZZ_JOBS:-2}"
 build="$repo/build-fuzz"
-targets=(fuzz_frame_decode fuzz_endpoint_rx fuzz_switch_ingress fuzz_topology_config fuzz_roce_decode)
+targets=(fuzz_frame_decode fuzz_endpoint_rx fuzz_switch_ingress fuzz_topology_config fuzz_roce_decode
+  fuzz_link_retry)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

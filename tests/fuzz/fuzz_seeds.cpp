@@ -181,6 +181,38 @@ void roce_seeds(const fs::path& dir) {
   }
 }
 
+// Link-level retry: frames stamped and carried, one lost (a NAK and a replay), one damaged,
+// ACKs taken, time passing, a reset. Actions as in fuzz_link_retry.cpp.
+void link_retry_seeds(const fs::path& dir) {
+  const Bytes frame(64, std::byte{0x42});
+  const Bytes none;
+  const auto record = [](Bytes& input, std::uint8_t control, std::span<const std::byte> bytes) {
+    fuzz::append_record(input, control, bytes);
+  };
+  Bytes clean;
+  for (int i = 0; i < 5; ++i) record(clean, 0, frame);
+  for (int i = 0; i < 5; ++i) record(clean, 1, none);
+  record(clean, 2, none);
+  record(clean, 3, none);
+  write_seed(dir, "in-sequence", clean);
+  Bytes faulty;
+  for (int i = 0; i < 4; ++i) record(faulty, 0, frame);
+  record(faulty, 1 | 0x08, none);   // lost
+  record(faulty, 1 | 0x10, frame);  // damaged
+  record(faulty, 1, none);
+  record(faulty, 2, none);  // the NAK
+  record(faulty, 3, none);
+  for (int i = 0; i < 4; ++i) record(faulty, 4, none);
+  for (int i = 0; i < 4; ++i) record(faulty, 1, none);
+  record(faulty, 5, frame);  // time passes: the ACK delay
+  record(faulty, 2, none);
+  record(faulty, 3, none);
+  record(faulty, 7, none);  // reset
+  record(faulty, 0, frame);
+  record(faulty, 1, none);
+  write_seed(dir, "loss-damage-reset", faulty);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,5 +226,6 @@ int main(int argc, char** argv) {
   switch_seeds(root / "fuzz_switch_ingress");
   config_seeds(root / "fuzz_topology_config");
   roce_seeds(root / "fuzz_roce_decode");
+  link_retry_seeds(root / "fuzz_link_retry");
   return 0;
 }

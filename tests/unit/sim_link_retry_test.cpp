@@ -81,6 +81,23 @@ TEST(SimLinkRetry, LeafSpineHopsRunItTooAndRunsRepeatByteForByte) {
   EXPECT_EQ(to_json(first).dump(), to_json(second).dump());
 }
 
+TEST(SimLinkRetry, AfterALinkGoesDownAndUpBothEndsRetrainAndTheWorkloadFinishes) {
+  // GPU 1's link is down from 20 us to 60 us of a stream of loads from GPU 0: loads in flight
+  // then fail (request timeout 100 us), and every load after the link is back succeeds.
+  TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 4\nrequest_timeout_ns = 100000\n[link]\nretry = \"llr\"\n"
+      "[liveness]\ndown_after_timeouts = 0\n",
+      "t.toml");
+  const SimReport report = simulate(config, TopologyKind::kSingle, WorkloadKind::kReadLatency, 8, 1,
+                                    100, {LinkFault{1, 20'000, 60'000}});
+  EXPECT_TRUE(report.complete);
+  ASSERT_TRUE(report.link_retry.has_value());
+  EXPECT_GT(report.ops_ok, 9'900u);
+  EXPECT_LE(report.ops_failed, 2u);
+  // Afterwards the hop runs clean: the last load took an undisturbed round trip.
+  EXPECT_LT(report.makespan_ps, 200'000'000'000u);
+}
+
 TEST(SimLinkRetry, TheRdmaEngineIsRefusedByName) {
   const TopologyConfig config = config_with("[link]\nretry = \"llr\"", 0.0);
   SimRequest request;
