@@ -27,10 +27,14 @@ void print_faults(const json& ports) {
     auto count = [&port](const char* key) {
       return static_cast<unsigned long long>(port.value(key, std::uint64_t{0}));
     };
-    const std::string active = describe_port_faults(port["faults"]);
+    std::string active = describe_port_faults(port["faults"]);
+    // A switch from before tx faults has neither the key nor the counters.
+    const std::string tx = describe_port_faults(port.value("tx_faults", json::object()));
+    if (tx != "none") active = (active == "none" ? "" : active + "; ") + "sent: " + tx;
     if (active == "none" && count("faults_dropped") + count("faults_corrupted") +
                                     count("faults_reordered") + count("faults_delayed") +
-                                    count("drops_link_down") ==
+                                    count("drops_link_down") + count("faults_tx_dropped") +
+                                    count("faults_tx_corrupted") ==
                                 0) {
       continue;
     }
@@ -38,10 +42,10 @@ void print_faults(const json& ports) {
     header = true;
     std::printf(
         "  port %-3d %s; dropped %llu, corrupted %llu, reordered %llu, delayed %llu "
-        "(%llu spikes), link-down drops %llu\n",
+        "(%llu spikes), link-down drops %llu; sent: dropped %llu, corrupted %llu\n",
         port["port"].get<int>(), active.c_str(), count("faults_dropped"), count("faults_corrupted"),
         count("faults_reordered"), count("faults_delayed"), count("faults_delay_spikes"),
-        count("drops_link_down"));
+        count("drops_link_down"), count("faults_tx_dropped"), count("faults_tx_corrupted"));
   }
 }
 

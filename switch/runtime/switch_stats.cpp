@@ -18,7 +18,9 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                            {"faults_dropped", 0},
                            {"faults_corrupted", 0},
                            {"faults_reordered", 0},
-                           {"faults_delayed", 0}};
+                           {"faults_delayed", 0},
+                           {"faults_tx_dropped", 0},
+                           {"faults_tx_corrupted", 0}};
   for (PortId port = 0; port < core.port_count(); ++port) {
     const PortCounters& c = core.counters(port);
     nlohmann::json malformed_by_reason = nlohmann::json::object();
@@ -43,12 +45,16 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"faults_reordered", c.faults_reordered},
                             {"faults_delay_spikes", c.faults_delay_spikes},
                             {"faults_delayed", c.faults_delayed},
+                            {"faults_tx_dropped", c.faults_tx_dropped},
+                            {"faults_tx_corrupted", c.faults_tx_corrupted},
                             {"drops_link_down", c.drops_link_down},
                             {"queued_bytes", core.queued_bytes(port)},
                             {"queued_frames", core.queued_frames(port)},
                             {"queue_bytes_high_water", c.queue_bytes_high_water},
                             {"malformed_by_reason", malformed_by_reason},
-                            {"faults", port_faults_json(core.faults(port), core.port_up(port))}};
+                            {"faults", port_faults_json(core.faults(port), core.port_up(port))},
+                            // What the port does to the frames it sends ([[fault]] direction).
+                            {"tx_faults", port_faults_json(core.tx_faults(port), true)}};
     for (auto& [key, value] : totals.items())
       value = value.get<std::uint64_t>() + entry[key].get<std::uint64_t>();
     ports.push_back(entry);
