@@ -30,7 +30,10 @@ void print_faults(const json& ports) {
     std::string active = describe_port_faults(port["faults"]);
     // A switch from before tx faults has neither the key nor the counters.
     const std::string tx = describe_port_faults(port.value("tx_faults", json::object()));
-    if (tx != "none") active = (active == "none" ? "" : active + "; ") + "sent: " + tx;
+    if (tx != "none") {
+      active = active == "none" ? std::string("sent: ") : active.append("; sent: ");
+      active += tx;
+    }
     if (active == "none" && count("faults_dropped") + count("faults_corrupted") +
                                     count("faults_reordered") + count("faults_delayed") +
                                     count("drops_link_down") + count("faults_tx_dropped") +
