@@ -77,6 +77,7 @@ LinkRetryCounters& LinkRetryCounters::operator+=(const LinkRetryCounters& other)
   drops_duplicate += other.drops_duplicate;
   drops_malformed += other.drops_malformed;
   frames_lost_on_reset += other.frames_lost_on_reset;
+  gave_up += other.gave_up;
   return *this;
 }
 
@@ -211,7 +212,7 @@ void LinkRetry::on_ack(std::uint32_t next_expected, bool nak) {
     ++acked;
   }
   replay_next_ = replay_next_ > acked ? replay_next_ - acked : 0;
-  if (acked > 0) backoff_shift_ = 0;
+  if (acked > 0 || nak) backoff_shift_ = timeouts_without_progress_ = 0;  // the far end is there
   if (nak && !unacked_.empty()) {
     replay_next_ = 0;
     ++counters_.replays_nak;
@@ -219,8 +220,12 @@ void LinkRetry::on_ack(std::uint32_t next_expected, bool nak) {
 }
 
 TimeNs LinkRetry::replay_deadline_ns() const {
-  // Only while the oldest frame is out on the wire (a replay not yet started needs no timer).
-  if (unacked_.empty() || replay_next_ == 0) return kNever;
+  // Only while the oldest frame is out on the wire (a replay not yet started needs no timer),
+  // and not after giving up on the far end.
+  if (unacked_.empty() || replay_next_ == 0 ||
+      timeouts_without_progress_ >= kMaxTimeoutsWithoutProgress) {
+    return kNever;
+  }
   return unacked_.front().sent_ns + (config_.replay_timeout_ns << backoff_shift_);
 }
 
@@ -237,6 +242,7 @@ void LinkRetry::on_time(TimeNs now) {
     replay_next_ = 0;
     ++counters_.replays_timeout;
     backoff_shift_ = std::min(backoff_shift_ + 1, kMaxBackoffShift);
+    if (++timeouts_without_progress_ == kMaxTimeoutsWithoutProgress) ++counters_.gave_up;
   }
 }
 
@@ -245,7 +251,7 @@ void LinkRetry::reset() {
   unacked_.clear();
   unacked_bytes_ = 0;
   replay_next_ = 0;
-  backoff_shift_ = 0;
+  backoff_shift_ = timeouts_without_progress_ = 0;
   next_seq_ = 0;
   ++epoch_;
   synced_ = false;

@@ -78,6 +78,9 @@ struct LinkRetryCounters {
   std::uint64_t drops_duplicate = 0;        // a replay of a frame already taken
   std::uint64_t drops_malformed = 0;        // no trailer (the far end runs without LLR?)
   std::uint64_t frames_lost_on_reset = 0;   // unacknowledged frames a reset threw away
+  // The replay timer ran out kMaxTimeoutsWithoutProgress times in a row with nothing
+  // acknowledged: the far end is taken for gone and the timer stops (until an ACK or NAK).
+  std::uint64_t gave_up = 0;
 
   LinkRetryCounters& operator+=(const LinkRetryCounters& other);  // sums every field
 };
@@ -113,6 +116,9 @@ class LinkRetry {
   TimeNs next_deadline_ns() const;
   void on_time(TimeNs now);
   static constexpr TimeNs kNever = UINT64_MAX;
+  // As a link retrains or goes down after a retry limit: with the timer doubling up to 1024x,
+  // 16 timeouts span about 7000 x replay_timeout_ns (70 ms at the default).
+  static constexpr unsigned kMaxTimeoutsWithoutProgress = 16;
 
   // The link went down: unacknowledged frames are lost (counted), the sender starts a new
   // epoch from sequence 0, and the receiver waits for the far end's new epoch.
@@ -144,6 +150,7 @@ class LinkRetry {
   std::size_t unacked_bytes_ = 0;
   std::size_t replay_next_ = 0;  // unacked_[replay_next_..] are to be sent again
   unsigned backoff_shift_ = 0;   // the replay timer is replay_timeout_ns << this
+  unsigned timeouts_without_progress_ = 0;
   // Receiver.
   bool synced_ = false;  // an epoch of the far end's has been seen
   std::uint8_t peer_epoch_ = 0;

@@ -100,7 +100,8 @@ nlohmann::ordered_json link_retry_json(const LinkRetryCounters& c) {
           {"drops_out_of_sequence", c.drops_out_of_sequence},
           {"drops_duplicate", c.drops_duplicate},
           {"drops_malformed", c.drops_malformed},
-          {"frames_lost_on_reset", c.frames_lost_on_reset}};
+          {"frames_lost_on_reset", c.frames_lost_on_reset},
+          {"gave_up", c.gave_up}};
 }
 
 nlohmann::ordered_json nic_json(const std::optional<NicReport>& nic) {

@@ -139,6 +139,32 @@ TEST(LinkRetry, ALostLastFrameIsReplayedByTheTimerWhichBacksOff) {
   EXPECT_EQ(hop.a.next_deadline_ns(), LinkRetry::kNever);
 }
 
+TEST(LinkRetry, AFarEndThatNeverAnswersIsGivenUpAfterSixteenTimeoutsUntilItSpeaksAgain) {
+  LinkRetryConfig config;
+  config.replay_timeout_ns = 1000;
+  Hop hop(config);
+  hop.lose = [](std::size_t) { return true; };  // nothing gets through, either way
+  hop.send(payload(1), 0);
+  TimeNs now = 0;
+  for (unsigned i = 0; i < LinkRetry::kMaxTimeoutsWithoutProgress; ++i) {
+    now = hop.a.next_deadline_ns();
+    ASSERT_NE(now, LinkRetry::kNever) << "timeout " << i;
+    hop.a.on_time(now);
+    hop.settle(now);
+  }
+  EXPECT_EQ(hop.a.next_deadline_ns(), LinkRetry::kNever);  // no timer left: nothing spins
+  EXPECT_EQ(hop.a.counters().gave_up, 1u);
+  EXPECT_EQ(hop.a.counters().replays_timeout, LinkRetry::kMaxTimeoutsWithoutProgress);
+  // The far end comes back: its NAK restarts the timer's count.
+  hop.lose = [](std::size_t) { return false; };
+  hop.send(payload(2), now + 1);  // a gap for B: its NAK brings back frame 1 as well
+  hop.settle(now + 1);
+  EXPECT_EQ(markers(hop.delivered_to_b), (std::vector<std::uint8_t>{1, 2}));
+  hop.b.on_time(now + 1 + config.ack_delay_ns);
+  hop.settle(now + 1 + config.ack_delay_ns);
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+}
+
 TEST(LinkRetry, ALostAckLeadsToADuplicateThatIsDroppedAndAcknowledgedAgain) {
   LinkRetryConfig config;
   config.ack_every_frames = 1;

@@ -98,6 +98,20 @@ TEST(SimLinkRetry, AfterALinkGoesDownAndUpBothEndsRetrainAndTheWorkloadFinishes)
   EXPECT_LT(report.makespan_ps, 200'000'000'000u);
 }
 
+TEST(SimLinkRetry, AHopThatLosesEverythingEndsTheRunInsteadOfReplayingForever) {
+  // Every frame the switch sends GPU 1 is lost: loads to it fail, its port gives up replaying,
+  // and the run ends (it used to replay every 10 ms for ever).
+  const TopologyConfig config = parse_topology(
+      "[fabric]\ngpus = 4\nrequest_timeout_ns = 100000\n[link]\nretry = \"llr\"\n"
+      "[[fault]]\nport = 1\ndirection = \"tx\"\ndrop_rate = 1.0\n",
+      "t.toml");
+  const SimReport report = run(config, WorkloadKind::kReadLatency, 8, 1);
+  EXPECT_EQ(report.ops_ok, 0u);
+  EXPECT_GT(report.ops_failed, 0u);
+  ASSERT_TRUE(report.link_retry.has_value());
+  EXPECT_GE(report.link_retry->gave_up, 1u);
+}
+
 TEST(SimLinkRetry, TheRdmaEngineIsRefusedByName) {
   const TopologyConfig config = config_with("[link]\nretry = \"llr\"", 0.0);
   SimRequest request;
