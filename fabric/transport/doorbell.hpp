@@ -32,15 +32,22 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
               "the futex word must be a plain 32-bit integer");
 
 // Defaults measured with `ethx bench --gpus 4|8 --quick` on the 2-core machines (nested VM,
-// futex wake-up ~30 us; docs/benchmarks.md): a short spin plus a long yield phase gave the
-// lowest round trips (4 GPUs: echo p50 ~14 us vs ~38 us with 10 us spin / 50 yields), because
-// with three processes on the echo path and two cores, yielding hands the core to whichever
-// process holds the frame, while pure spinning starves it and sleeping pays the wake-up.
+// futex wake-up ~30 us; docs/benchmarks.md): a short spin plus a yield phase gave the lowest
+// round trips, because with three processes on the echo path and two cores, yielding hands the
+// core to whichever process holds the frame, while pure spinning starves it and sleeping pays
+// the wake-up.
 struct WaitPolicy {
   // Upper bounds of the spin phase: polls of ready(), and time. The time bound is what normally
   // ends it; see AdaptiveWaiter for why the spin phase is bounded by time.
   std::uint32_t spin_iterations = 2000;
-  std::uint32_t yield_iterations = 5000;
+  // Few: on kernels with the EEVDF scheduler (Linux 6.6 and later; these machines run 6.18),
+  // every sched_yield while other tasks are runnable pushes the yielder's virtual deadline out
+  // by a whole slice (a few ms), and it is reset only when the task sleeps. With the old 5000,
+  // a loaded host (2 QEMU VMs under TCG plus 2 busy loops) left GPU service threads runnable
+  // but unscheduled for 2-10 s, and shmem programs timed out (docs/shm-runtime.md, "Why few
+  // yields"). 16 yields keep the latency of 5000 on an idle host (ethx bench --gpus 4 --quick:
+  // echo p50 25-32 us against 25-40 us; without yields 45-68 us).
+  std::uint32_t yield_iterations = 16;
   // The longest single futex sleep, also when the caller's timeout is longer: if a producer dies
   // between publishing and ringing, its work is still noticed within this long.
   std::int64_t max_sleep_ns = 50'000'000;

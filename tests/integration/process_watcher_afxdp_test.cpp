@@ -54,9 +54,9 @@ class WatchedAfXdpBench : public test::WatchedBenchTest {
 TEST_F(WatchedAfXdpBench, SigkillOfANodeStopsTheBenchWithinFiveSecondsNamingIt) {
   // `ethx bench` runs its raw ping-pong and forwarding-rate baselines on the socket transports
   // before any node starts: ~0.5 s and ~2.5 s with --quick (~0.7 s and ~11 s without). Its
-  // waiters yield up to 5000 times before they sleep (WaitPolicy); with other processes busy on
-  // both cores each yield may cost a whole time slice, and the ping-pong's 2500 round trips
-  // took 11 s instead. Sleeping at once makes them 0.7 s there; the watcher does not care.
+  // waiters yield before they sleep (WaitPolicy); with other processes busy on both cores each
+  // yield may cost a whole time slice, and when they yielded up to 5000 times the ping-pong's
+  // 2500 round trips took 11 s. Sleeping at once keeps them short; the watcher does not care.
   ::setenv("ETHX_WAIT_YIELDS", "0", 1);
   ASSERT_NO_FATAL_FAILURE(
       kill_a_node_during_bench({"--gpus", "2", "--quick", "--transport", "afxdp"}, 2));

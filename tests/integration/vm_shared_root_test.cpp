@@ -136,12 +136,16 @@ TEST_F(VmSharedRoot, AHostDebianToolRunsUnmodified) {
 
 // The host's memtester in VM 0 on GPU 1's memory (in VM 1) through GPU 0's window, by
 // physical address through /dev/mem: every pattern passes, and meanwhile VM 0 stays responsive
-// (`ethx guest -- list` answers within 2 s each time it is asked, every 2 s: a vCPU storing
-// into the window must never block with QEMU's big lock held). kMemtesterBytes: 64 KiB takes
+// (`ethx guest -- list`, asked every 2 s, answers while memtester still runs, each time within
+// kAnswerWithinS: a vCPU storing into the window must never block with QEMU's big lock held,
+// which would hold every answer until memtester ends, 40-60 s). The bound is a hang guard, not
+// a speed target: an answer takes ~0.3 s idle, and one took 2.9 s in a CI run on a loaded
+// 2-core machine, so 10 s tells a blocked VM from a busy host. kMemtesterBytes: 64 KiB takes
 // about 15 min here (each of memtester's ~1500 passes loads every word back through the
 // window, ~30 µs a load under TCG), so CI runs 8 KiB; docs/programs.md has the 64 KiB figures.
 TEST_F(VmSharedRoot, MemtesterThroughARemoteWindowPassesWhileTheVmAnswers) {
   constexpr const char* kMemtesterBytes = "8K";
+  constexpr double kAnswerWithinS = 10.0;
   const nlohmann::json gpus = nlohmann::json::parse(
       run_command(ethx("guest --name vsr --vm 0 -- list") + " 2>/dev/null").output)["gpus"];
   ASSERT_EQ(gpus.size(), 1u);
@@ -170,9 +174,11 @@ TEST_F(VmSharedRoot, MemtesterThroughARemoteWindowPassesWhileTheVmAnswers) {
     const double took_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(list.exit_status, 0) << list.output;
-    EXPECT_LT(took_s, 2.0) << "VM 0 did not answer within 2 s while memtester ran";
+    EXPECT_LT(took_s, kAnswerWithinS)
+        << "VM 0 did not answer within " << kAnswerWithinS << " s while memtester ran";
     slowest_s = std::max(slowest_s, took_s);
-    ++probes;
+    // Answered while memtester still ran (not released by its end).
+    if (memtester.wait_for(std::chrono::seconds(0)) != std::future_status::ready) ++probes;
   }
   const CommandResult ran = memtester.get();
   EXPECT_EQ(ran.exit_status, 0) << ran.output;
@@ -182,7 +188,7 @@ TEST_F(VmSharedRoot, MemtesterThroughARemoteWindowPassesWhileTheVmAnswers) {
                               "Walking Zeroes", "8-bit Writes", "16-bit Writes"}) {
     EXPECT_NE(ran.output.find(pattern), std::string::npos) << pattern << " did not run";
   }
-  EXPECT_GE(probes, 3) << "memtester ended too soon to show the VM answering meanwhile";
+  EXPECT_GE(probes, 3) << "VM 0 answered fewer than 3 times while memtester ran";
   RecordProperty("probes", probes);
   RecordProperty("slowest_list_ms", static_cast<int>(slowest_s * 1000));
 }

@@ -29,8 +29,9 @@ class VmShmem : public ::testing::Test {
     if (root_.empty()) return;
     // Under TCG (CI has no KVM), 4 PEs in 2 VMs on 2 cores: with the default 1 s request
     // timeout a copy-engine put timed out in 4 of 8 sync_test runs while the switch dropped
-    // nothing; with 10 s, 0 of 13 sync_test and coll_test runs here, but one coll_test in a
-    // CI run still timed out: an answer can stall longer (docs/shmem.md, "Under TCG").
+    // nothing; with 10 s, 0 of 13 sync_test and coll_test runs here. CI runs still timed out
+    // now and then until the fabric's waiters stopped yielding thousands of times (the host's
+    // scheduler starved them for seconds: docs/shm-runtime.md, "Why few yields").
     const std::filesystem::path config = root_ / "tcg-timeout.toml";
     std::ofstream(config) << "[fabric]\ngpus = 4\nrequest_timeout_ns = 10000000000\n";
     const CommandResult up = run_command(kBin +
