@@ -17,4 +17,9 @@ static_assert(sizeof(EthernetHeader) == 14);
 
 inline constexpr std::size_t kEthernetHeaderBytes = sizeof(EthernetHeader);
 
+// Link-local group address (IEEE 802.1Q reserved 01-80-C2-00-00-0x: never forwarded by a
+// bridge), the one MAC control frames such as PAUSE use: link-level retry's ACK/NAK, credit
+// updates and PFC frames stay on their hop.
+inline constexpr std::uint8_t kLinkControlMac[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+
 }  // namespace ethx

@@ -9,9 +9,6 @@
 namespace ethx {
 namespace {
 
-// Link-local group address (IEEE 802.1Q reserved 01-80-C2-00-00-0x: never forwarded by a
-// bridge), the one MAC control frames such as PAUSE use: control frames stay on their hop.
-constexpr std::uint8_t kControlDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
 // The replay timer doubles after each timeout with no progress, up to this many times the
 // configured value, so a dead far end costs a few replays rather than one per timeout.
 constexpr unsigned kMaxBackoffShift = 10;
@@ -104,7 +101,7 @@ bool LinkRetry::take_control(wire::Frame& out, const MacAddr& src) {
   const LlrKind kind = nak_due_ ? LlrKind::kNak : LlrKind::kAck;
   out.assign(kEthernetHeaderBytes, std::byte{0});
   EthernetHeader header{};
-  std::memcpy(header.dst, kControlDst, 6);
+  std::memcpy(header.dst, kLinkControlMac, 6);
   std::memcpy(header.src, src.octets.data(), 6);
   header.ether_type = wire::kEtherTypeFabric;
   std::memcpy(out.data(), &header, sizeof(header));

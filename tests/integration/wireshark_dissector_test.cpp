@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "packet-engine/flow_control.hpp"
 #include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
@@ -303,6 +304,60 @@ TEST_F(WiresharkDissector, ShowsTheLinkRetryTrailerAndItsControlFramesAndChecksT
   EXPECT_NE(lines[0].find("[LLR seq 0]"), std::string::npos) << lines[0];
   EXPECT_NE(lines[2].find("LLR ACK 2"), std::string::npos) << lines[2];
   EXPECT_NE(lines[3].find("LLR NAK 2"), std::string::npos) << lines[3];
+}
+
+TEST_F(WiresharkDissector, PfcFramesAreStandardMacControlFramesTsharkDecodesWithoutThePlugIn) {
+  // What a PFC receiver sends (packet-engine/flow_control.hpp): XOFF for the requests class
+  // when its buffer reaches xoff, XON once it drains to xon. tshark's own MAC control dissector
+  // must read the class-enable vector and the pause times (no ethx plug-in loaded).
+  FlowControlConfig config;
+  config.mode = FlowControlMode::kPfc;
+  FlowReceiver receiver(config, PfcThresholds{.xoff_bytes = 8192, .xon_bytes = 4096}, 800.0);
+  std::vector<wire::Frame> frames(2);
+  receiver.on_arrival(TrafficClass::kRequests, 8192, 0);
+  ASSERT_TRUE(receiver.take_control(frames[0], default_mac_for_gpu(1), 0));
+  receiver.on_departure(TrafficClass::kRequests, 8192);
+  ASSERT_TRUE(receiver.take_control(frames[1], default_mac_for_gpu(1), 10));
+  {
+    PcapWriter writer(pcap_);
+    TimeNs at_ns = 1;
+    for (const wire::Frame& frame : frames) writer.write(frame, at_ns++);
+  }
+  int status = -1;
+  const std::string out = run("tshark -r " + pcap_ +
+                                  " -T fields -E separator='|' -e eth.type -e macc.opcode"
+                                  " -e macc.cbfc.enbv -e macc.cbfc.pause_time.c0"
+                                  " -e macc.cbfc.pause_time.c1 2>/dev/null",
+                              status);
+  ASSERT_EQ(status, 0);
+  const std::vector<std::string> lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0], "0x8808|0x0101|0x0001|65535|0") << "XOFF, requests only";
+  EXPECT_EQ(lines[1], "0x8808|0x0101|0x0001|0|0") << "XON, requests only";
+}
+
+TEST_F(WiresharkDissector, ShowsACreditUpdatesRunningTotalsPerClass) {
+  FlowControlConfig config;
+  config.mode = FlowControlMode::kCbfc;
+  config.credit_update_bytes = 1024;
+  FlowReceiver receiver(config, std::nullopt, 800.0);
+  receiver.on_arrival(TrafficClass::kRequests, 3000, 0);
+  receiver.on_arrival(TrafficClass::kResponses, 700, 0);
+  receiver.on_departure(TrafficClass::kRequests, 3000);
+  receiver.on_departure(TrafficClass::kResponses, 700);
+  wire::Frame update;
+  ASSERT_TRUE(receiver.take_control(update, default_mac_for_gpu(1), 0));
+  {
+    PcapWriter writer(pcap_);
+    writer.write(update, 1);
+  }
+  int status = -1;
+  const std::string out = run("tshark -X lua_script:" + lua_script() + " -r " + pcap_ +
+                                  " -T fields -E separator='|' -e ethx_credit.freed_requests"
+                                  " -e ethx_credit.freed_responses -e _ws.col.Info 2>/dev/null",
+                              status);
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(out, "3000|700|credit update: freed requests 3000, responses 700\n");
 }
 
 TEST(PcapWriter, ACaptureFileThatCannotBeMadeNamesItsPath) {

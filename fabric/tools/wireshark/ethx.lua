@@ -6,13 +6,15 @@
 -- EtherType 0x88B5: the frame header (24 B), every transaction (16 B header and its payload),
 -- link-layer fields (sequence, ACK, NAK, credits) and ACK/NAK control frames, then the CRC-32C,
 -- checked; a link-level retry trailer (sequence, kind, epoch, link FCS, checked) and LLR's own
--- ACK/NAK control frames. EtherType 0x88B6: the benchmarks' echo frames. Offsets below are relative to the end
+-- ACK/NAK control frames; CBFC credit updates (packet-engine/flow_control.hpp; PFC frames are
+-- 802.1Qbb MAC control frames, which Wireshark decodes itself). EtherType 0x88B6: the benchmarks' echo frames. Offsets below are relative to the end
 -- of the Ethernet header (byte 14 of the frame); the layout is written once, in
 -- packet-engine/wire.hpp, and checked against this file by tests/integration/wireshark_dissector_test.cpp.
 
 local ethx = Proto("ethx", "ethx load/store fabric")
 local llr = Proto("ethx_llr", "ethx link-level retry")
 local echo = Proto("ethx_echo", "ethx echo (benchmark baseline)")
+local credit = Proto("ethx_credit", "ethx credit update (CBFC)")
 
 local kFrameHeaderBytes = 24
 local kTxnHeaderBytes = 16
@@ -21,6 +23,8 @@ local kVersion = 2
 local kLlrTrailerBytes = 12  -- packet-engine/link_retry.hpp LlrTrailer (docs/link-layer.md)
 local kLlrMagic = 0x4C52
 local llr_kinds = { [1] = "data", [2] = "ack", [3] = "nak" }
+local kCreditMagic = 0x4346  -- packet-engine/flow_control.hpp CreditUpdateFrame
+local kCreditBytes = 10      -- magic and two running totals, then padding
 
 local opcodes = {
   [0x01] = "read-req", [0x02] = "read-resp", [0x03] = "write-posted", [0x04] = "write-req",
@@ -269,11 +273,38 @@ local function dissect_fabric(tvb, pinfo, tree)
   return body_end + kCrcBytes
 end
 
+local cf = credit.fields
+cf.magic = ProtoField.uint16("ethx_credit.magic", "Magic", base.HEX)
+cf.freed_requests = ProtoField.uint32("ethx_credit.freed_requests",
+                                      "Bytes freed, requests class (running total)")
+cf.freed_responses = ProtoField.uint32("ethx_credit.freed_responses",
+                                       "Bytes freed, responses class (running total)")
+
+local function is_credit_update(tvb)
+  return tvb:len() >= kCreditBytes and tvb(0, 2):uint() == kCreditMagic
+end
+
+local function dissect_credit(tvb, pinfo, tree)
+  local root = tree:add(credit, tvb(0, kCreditBytes))
+  root:add(cf.magic, tvb(0, 2))
+  root:add(cf.freed_requests, tvb(2, 4))
+  root:add(cf.freed_responses, tvb(6, 4))
+  pinfo.cols.info = string.format("credit update: freed requests %d, responses %d",
+                                  tvb(2, 4):uint(), tvb(6, 4):uint())
+  return tvb:len()
+end
+
+-- A link-control frame of flow control, or a load/store frame.
+local function dissect_body(tvb, pinfo, tree)
+  if is_credit_update(tvb) then return dissect_credit(tvb, pinfo, tree) end
+  return dissect_fabric(tvb, pinfo, tree)
+end
+
 function ethx.dissector(tvb, pinfo, tree)
   pinfo.cols.protocol = "ethx"
-  if not has_llr_trailer(tvb) then return dissect_fabric(tvb, pinfo, tree) end
+  if not has_llr_trailer(tvb) then return dissect_body(tvb, pinfo, tree) end
   local len = tvb:len()
-  if len > kLlrTrailerBytes then dissect_fabric(tvb(0, len - kLlrTrailerBytes):tvb(), pinfo, tree) end
+  if len > kLlrTrailerBytes then dissect_body(tvb(0, len - kLlrTrailerBytes):tvb(), pinfo, tree) end
   local text = add_llr_trailer(tree, tvb)
   if len == kLlrTrailerBytes then
     pinfo.cols.info = text
