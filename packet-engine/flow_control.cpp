@@ -191,7 +191,12 @@ std::optional<TrafficClass> FlowSender::pick(
     eligible[c] = waiting[c] && may_send(static_cast<TrafficClass>(c), head_bytes[c], now);
     any = any || eligible[c];
   }
-  if (!any) return std::nullopt;
+  if (!any) {
+    if ((waiting[0] || waiting[1]) && !blocked_) ++counters_.frames_held;
+    blocked_ = waiting[0] || waiting[1];
+    return std::nullopt;
+  }
+  blocked_ = false;
   // Deficit round robin: the class whose turn it is sends while its deficit covers its next
   // frame; then the turn passes and the next eligible class gets its weight. Ends because
   // weights are positive (the config check).

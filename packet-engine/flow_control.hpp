@@ -55,6 +55,8 @@ struct FlowControlConfig {
   // Deficit round robin between the classes at each sender, in bytes per turn; equal weights
   // share the link evenly when both classes have frames waiting.
   std::array<std::uint32_t, kTrafficClasses> weight_bytes{4096, 4096};
+  // The fabric's largest frame (fabric.frame_bytes_max): sizes PFC's headroom.
+  std::size_t frame_bytes_max = 1792;
 };
 
 // PFC thresholds for one hop: what may still arrive after XOFF is sent (the hop's round trip at
@@ -108,7 +110,7 @@ inline constexpr std::uint16_t kCreditMagic = 0x4346;  // "CF"
 bool is_flow_control_frame(std::span<const std::byte> frame);
 
 struct FlowControlCounters {
-  std::uint64_t frames_held = 0;          // a sender waited for credit or a pause to end
+  std::uint64_t frames_held = 0;  // times a sender with frames waiting had to stop (credit, pause)
   std::uint64_t credit_updates_sent = 0;  // CBFC
   std::uint64_t credit_updates_received = 0;
   std::uint64_t pause_frames_sent = 0;  // PFC: XOFF and XON
@@ -137,7 +139,6 @@ class FlowSender {
   std::optional<TrafficClass> pick(const std::array<bool, kTrafficClasses>& waiting,
                                    const std::array<std::size_t, kTrafficClasses>& head_bytes,
                                    TimeNs now);
-  void count_held() { ++counters_.frames_held; }
 
   std::size_t credit_bytes(TrafficClass c) const;  // CBFC: what may still be sent
   const FlowControlCounters& counters() const { return counters_; }
@@ -151,6 +152,7 @@ class FlowSender {
   std::array<TimeNs, kTrafficClasses> paused_until_ns_{};     // PFC
   std::array<std::int64_t, kTrafficClasses> deficit_bytes_{};
   std::size_t turn_ = 0;
+  bool blocked_ = false;  // the last pick found frames waiting and none allowed
   FlowControlCounters counters_;
 };
 

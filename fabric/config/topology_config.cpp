@@ -123,14 +123,56 @@ void read_link_retry(TableReader& table, TopologyConfig& config) {
   }
 }
 
+// [link] flow_control = "none" | "cbfc" | "pfc" and its buffer per class (docs/link-layer.md).
+void read_flow_control(TableReader& table, TopologyConfig& config) {
+  FlowControlConfig& flow = config.flow_control;
+  const std::string mode = table.string_field("flow_control", to_string(flow.mode));
+  const std::optional<FlowControlMode> parsed = parse_flow_control_mode(mode);
+  if (!parsed) {
+    table.fail("flow_control", "must be \"none\", \"cbfc\" or \"pfc\" (got \"" + mode + "\")");
+  }
+  flow.mode = *parsed;
+  flow.frame_bytes_max = config.frame_bytes_max;
+  flow.class_buffer_bytes =
+      table.unsigned_field("class_buffer_bytes", flow.class_buffer_bytes, 1, 1ull << 32);
+  flow.credit_update_bytes =
+      table.unsigned_field("credit_update_bytes", flow.credit_update_bytes, 1, 1ull << 32);
+  if (flow.mode == FlowControlMode::kNone) return;
+  if (flow.class_buffer_bytes < config.frame_bytes_max) {
+    table.fail("class_buffer_bytes",
+               "must hold at least one largest frame (fabric.frame_bytes_max " +
+                   std::to_string(config.frame_bytes_max) +
+                   "), or no credit "
+                   "ever lets it go (got " +
+                   std::to_string(flow.class_buffer_bytes) + ")");
+  }
+  if (flow.credit_update_bytes > flow.class_buffer_bytes) {
+    table.fail("credit_update_bytes", "must not exceed class_buffer_bytes (got " +
+                                          std::to_string(flow.credit_update_bytes) + ")");
+  }
+  const std::size_t min_pfc = min_pfc_buffer_bytes(
+      config.link_rate_gbps, config.link_propagation_ns, config.frame_bytes_max);
+  if (flow.mode == FlowControlMode::kPfc && flow.class_buffer_bytes < min_pfc) {
+    table.fail("class_buffer_bytes",
+               "cannot hold PFC's headroom (the hop's round trip, two largest frames and the "
+               "pause frame) and two frames more: at least " +
+                   std::to_string(min_pfc) +
+                   " bytes at rate_gbps, propagation_ns and "
+                   "fabric.frame_bytes_max (got " +
+                   std::to_string(flow.class_buffer_bytes) + ")");
+  }
+}
+
 void read_link(const toml::value& node, const std::string& source, TopologyConfig& config) {
   TableReader table(node, "link", source);
   table.allow_only({"rate_gbps", "propagation_ns", "retry", "replay_buffer_bytes",
-                    "replay_timeout_ns", "ack_every_frames", "ack_delay_ns"});
+                    "replay_timeout_ns", "ack_every_frames", "ack_delay_ns", "flow_control",
+                    "class_buffer_bytes", "credit_update_bytes"});
   config.link_rate_gbps = table.double_field("rate_gbps", config.link_rate_gbps, 0.001, 1e6);
   config.link_propagation_ns =
       table.unsigned_field("propagation_ns", config.link_propagation_ns, 0, 1'000'000'000);
   read_link_retry(table, config);
+  read_flow_control(table, config);
 }
 
 void read_sim(const toml::value& node, const std::string& source, TopologyConfig& config) {
@@ -403,6 +445,13 @@ void require_emulated(const TopologyConfig& config) {
         "link.retry: \"llr\" is modelled by `ethx sim` only so far; the emulator's nodes do not "
         "run link-level retry yet (docs/link-layer.md). Use retry = \"none\" with [reliability] "
         "mode = \"go-back-n\" for an emulated fabric that survives loss");
+  }
+  if (config.flow_control.mode != FlowControlMode::kNone) {
+    throw ConfigError(
+        std::string("link.flow_control: \"") + to_string(config.flow_control.mode) +
+        "\" is modelled by `ethx sim` only so far; the emulator's nodes do not run "
+        "flow control yet (docs/link-layer.md). Use flow_control = \"none\" (over shm "
+        "the emulated switch back-pressures its senders through their rings)");
   }
 }
 

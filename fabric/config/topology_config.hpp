@@ -56,6 +56,9 @@ struct TopologyConfig {
   // parameters (replay_buffer_bytes, replay_timeout_ns, ack_every_frames, ack_delay_ns).
   bool link_retry = false;
   LinkRetryConfig link_retry_config;
+  // [link] flow_control = "none" | "cbfc" | "pfc", class_buffer_bytes, credit_update_bytes:
+  // flow control per traffic class on every hop (docs/link-layer.md).
+  FlowControlConfig flow_control;
 
   // [sim]: endpoint costs of the discrete-event simulator (docs/timing-model.md).
   TimeNs sim_issue_ns = 20;        // a GPU hands one load/store operation to its packet engine
@@ -95,7 +98,7 @@ struct TopologyConfig {
 
 // The emulator's processes (switch, nodes, QEMU devices) call this before they start: throws
 // ConfigError naming the field of anything only `ethx sim` models so far ([link] retry =
-// "llr": the nodes' end of a hop does not run link-level retry yet; docs/link-layer.md).
+// "llr" and [link] flow_control: the nodes' end of a hop runs neither yet; docs/link-layer.md).
 void require_emulated(const TopologyConfig& config);
 
 // "off" -> false, "go-back-n" -> true, anything else -> nullopt.

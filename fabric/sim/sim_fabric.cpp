@@ -67,6 +67,8 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
     : config_(config),
       engine_(engine),
       link_retry_(config.link_retry),
+      flow_control_(config.flow_control.mode != FlowControlMode::kNone),
+      link_layer_(link_retry_ || flow_control_),
       topology_(build_topology(config, kind)),
       memory_(config.hbm_bytes),
       links_(topology_.links),
@@ -83,7 +85,8 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
     state.endpoint = std::make_unique<Endpoint>(std::move(engine_config), memory_.bytes());
   }
   if (engine_ == SimEngine::kRoce) add_roce_gpus();
-  if (link_retry_) add_link_retry();
+  if (link_layer_) add_link_layer();
+  if (flow_control_) set_flow_loop_delays();
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
   }
@@ -368,15 +371,16 @@ void SimFabric::after_engine(GpuId gpu) {
   // transmission is fixed the moment it is queued: it starts when the wire is free. (Its
   // arrival waits in the link's in-flight FIFO, not in the event heap.)
   for (wire::Frame& frame : effects_.send) {
-    if (link_retry_) {
-      state.llr_waiting.push_back(std::move(frame));
+    if (link_layer_) {
+      const TrafficClass c = flow_control_ ? traffic_class_of(frame) : TrafficClass::kRequests;
+      state.link_waiting[static_cast<std::size_t>(c)].push_back(std::move(frame));
       continue;
     }
     const std::uint32_t slot = take_slot();
     slots_[slot].swap(frame);
     launch(uplink, slot, std::max(now_, links_[uplink].free_at));
   }
-  if (link_retry_) send_on_gpu_link(gpu);
+  if (link_layer_) send_on_gpu_link(gpu);
   schedule_wake(gpu);
   effects_.clear();
 
@@ -457,8 +461,9 @@ void SimFabric::start_tx(std::uint32_t link_index) {
   const std::uint32_t slot = take_slot();
   switches_[link.from.node]->pop_into(link.from.port, slots_[slot], now_ns());
   launch(link_index, slot, now_);
-  // A frame sent under link-level retry starts the port's replay timer.
-  if (link_retry_) schedule_release(link.from.node);
+  // A frame sent under link-level retry starts the port's replay timer; one sent under flow
+  // control frees buffer, which may make a credit update or an XON due on another port.
+  if (link_layer_) schedule_release(link.from.node);
   if (has_frame(link)) {
     link.kick_pending = true;
     queue_.push(link.free_at, kTxDone, link_index);
@@ -477,7 +482,7 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
     auto& arriving = gpus_[link.to.node].roce->arriving;
     arriving.push_back(RoceGpu::Received{arrival, slot, 0});
     if (arriving.size() == 1) queue_.push(arrival, kRoceArrival, link.to.node, slot);
-  } else if (link.to.kind == NodeKind::kGpu && !link_retry_) {
+  } else if (link.to.kind == NodeKind::kGpu && !link_layer_) {
     queue_delivery(static_cast<GpuId>(link.to.node), slot, arrival);
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
@@ -613,6 +618,7 @@ void SimFabric::on_link_fault(GpuId gpu, bool down) {
   // Both ends of a cable see its link go down: the NIC's link-level retry starts over too, as
   // the switch port's did (its frames in flight are lost with the link).
   if (link_retry_ && was_up && down) gpus_[gpu].llr->reset();
+  if (flow_control_ && was_up && down) reset_gpu_flow(gpu);
   // Taking the port down dropped what it held, so the earliest release may have moved.
   schedule_release(port.node);
 }

@@ -35,6 +35,7 @@
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
 #include "packet-engine/fifo.hpp"
+#include "packet-engine/flow_control.hpp"
 #include "packet-engine/link_retry.hpp"
 #include "switch/core/switch_core.hpp"
 
@@ -118,10 +119,13 @@ class SimFabric {
     // The requester's liveness transitions already seen (to time the first of each).
     std::uint64_t seen_marked_down = 0;
     std::uint64_t seen_marked_up = 0;
-    // [link] retry = "llr": the NIC's end of the GPU's hop (sim_link_retry.cpp), the frames
-    // waiting for room in its replay buffer, and its timer's pending event.
+    // The NIC's end of the GPU's hop (sim_link_retry.cpp): [link] retry = "llr" and
+    // [link] flow_control; the frames waiting for room in its replay buffer or for credit (one
+    // queue per traffic class), and its timer's pending event.
     std::unique_ptr<LinkRetry> llr;
-    std::deque<wire::Frame> llr_waiting;
+    std::unique_ptr<FlowSender> flow_sender;
+    std::unique_ptr<FlowReceiver> flow_receiver;
+    std::array<std::deque<wire::Frame>, kTrafficClasses> link_waiting;
     TimePs llr_timer_pending = UINT64_MAX;
   };
 
@@ -149,10 +153,16 @@ class SimFabric {
   void on_roce_completion(GpuId gpu);
   void after_roce(GpuId gpu);
   void add_nic_report();
-  // Link-level retry at the GPUs (sim_link_retry.cpp).
-  void add_link_retry();
-  // Puts what the GPU's NIC owes its hop on the wire: ACK/NAK, replays, then waiting frames.
+  // The link layer at the GPUs (sim_link_retry.cpp): link-level retry, flow control.
+  void add_link_layer();
+  void reset_gpu_flow(GpuId gpu);
+  void set_flow_loop_delays();
+  // Puts what the GPU's NIC owes its hop on the wire: ACK/NAK, a credit update or pause,
+  // replays, then waiting frames as credit and the scheduler allow.
   void send_on_gpu_link(GpuId gpu);
+  // The next waiting frame the NIC may send (into `out`); false if none may go now.
+  bool take_waiting(Gpu& state, wire::Frame& out, TimeNs start_ns);
+  bool take_flow_control(Gpu& state, wire::Frame& out, const MacAddr& mac, TimeNs start_ns);
   void on_gpu_arrival(GpuId gpu, std::uint32_t slot);
   void schedule_link_timer(GpuId gpu);
   void on_link_timer(GpuId gpu);
@@ -190,7 +200,9 @@ class SimFabric {
 
   const TopologyConfig& config_;
   SimEngine engine_;
-  bool link_retry_;  // [link] retry = "llr"
+  bool link_retry_;    // [link] retry = "llr"
+  bool flow_control_;  // [link] flow_control is "cbfc" or "pfc"
+  bool link_layer_;    // either: frames to and from GPUs pass the NIC's link layer
   SimTopology topology_;
   // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
   // time, not contents (nothing reads a value back to decide anything), so it keeps one

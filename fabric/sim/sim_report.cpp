@@ -104,6 +104,17 @@ nlohmann::ordered_json link_retry_json(const LinkRetryCounters& c) {
           {"gave_up", c.gave_up}};
 }
 
+nlohmann::ordered_json flow_control_json(const std::string& mode, const FlowControlCounters& c) {
+  return {{"mode", mode},
+          {"frames_held", c.frames_held},
+          {"credit_updates_sent", c.credit_updates_sent},
+          {"credit_updates_received", c.credit_updates_received},
+          {"pause_frames_sent", c.pause_frames_sent},
+          {"pause_frames_received", c.pause_frames_received},
+          {"buffer_overruns", c.buffer_overruns},
+          {"malformed", c.malformed}};
+}
+
 nlohmann::ordered_json nic_json(const std::optional<NicReport>& nic) {
   if (!nic) return nullptr;
   const RnicCounters& c = nic->counters;
@@ -223,6 +234,8 @@ nlohmann::ordered_json to_json(const SimReport& r) {
   out["nic"] = nic_json(r.nic);
   // Only with [link] retry = "llr", so reports of runs without it keep their bytes.
   if (r.link_retry) out["link_retry"] = link_retry_json(*r.link_retry);
+  // Likewise only with [link] flow_control on.
+  if (r.flow_control) out["flow_control"] = flow_control_json(r.flow_control_mode, *r.flow_control);
   return out;
 }
 
@@ -256,6 +269,12 @@ std::string format_table(const SimReport& r) {
         "%-22s %llu replayed (%llu NAKs, %llu timeouts), %llu bad FCS, %llu out of sequence\n",
         "link-level retry", u(c.frames_replayed), u(c.naks_sent), u(c.replays_timeout),
         u(c.drops_bad_fcs), u(c.drops_out_of_sequence));
+  }
+  if (r.flow_control) {
+    const FlowControlCounters& c = *r.flow_control;
+    add(text, "%-22s %s: %llu times held, %llu credit updates, %llu pause frames, %llu overruns\n",
+        "flow control", r.flow_control_mode.c_str(), u(c.frames_held), u(c.credit_updates_sent),
+        u(c.pause_frames_sent), u(c.buffer_overruns));
   }
   add(text, "%-22s %llu\n", "events", u(r.events));
   add(text, "\n%-10s %6s %14s %14s %14s %10s\n", "switch", "ports", "rx frames", "tx frames",

@@ -10,6 +10,7 @@
 
 #include "fabric/sim/rnic_model.hpp"
 #include "fabric/sim/sim_link_faults.hpp"
+#include "packet-engine/flow_control.hpp"
 #include "packet-engine/link_retry.hpp"
 
 namespace ethx::sim {
@@ -89,6 +90,9 @@ struct SimReport {
   std::optional<NicReport> nic;  // --engine roce
   // [link] retry = "llr": every hop end's link-level retry counters, summed.
   std::optional<LinkRetryCounters> link_retry;
+  // [link] flow_control = "cbfc" | "pfc": every hop end's flow-control counters, summed.
+  std::optional<FlowControlCounters> flow_control;
+  std::string flow_control_mode = "none";
 
   double bandwidth_gbps() const;  // payload bits / makespan
   // Operations per GPU per microsecond of makespan (successful ones), averaged over the GPUs.

@@ -28,8 +28,13 @@ class Builder {
   std::uint32_t add_switch(std::string name, SwitchConfig switch_config) {
     switch_config.crc = config_.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
     // Link-level retry on every hop, GPU ports and switch-to-switch ports alike.
-    for (SwitchPortConfig& port : switch_config.ports) port.link_retry = config_.link_retry;
+    for (SwitchPortConfig& port : switch_config.ports) {
+      port.link_retry = config_.link_retry;
+      port.propagation_ns = config_.link_propagation_ns;  // PFC's headroom
+    }
     switch_config.link_retry = config_.link_retry_config;
+    // Flow control per traffic class on every hop too.
+    switch_config.flow_control = config_.flow_control;
     topology_.switch_names.push_back(std::move(name));
     topology_.egress_link.emplace_back(switch_config.ports.size(), kNoLink);
     topology_.switches.push_back(std::move(switch_config));

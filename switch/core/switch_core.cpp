@@ -52,6 +52,9 @@ SwitchCore::SwitchCore(SwitchConfig config)
     }
     ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
     if (config_.ports[i].link_retry) add_link_retry(static_cast<PortId>(i));
+    if (config_.flow_control.mode != FlowControlMode::kNone) {
+      add_flow_control(static_cast<PortId>(i));
+    }
   }
   for (const auto& [port, faults] : config_.faults) {
     if (port >= ports_.size()) {
@@ -149,6 +152,23 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
             in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
   }
   if (in.llr && !accept_link_frame(ingress, frame, now, egress_touched)) return;
+  if (in.flow) {
+    if (accept_flow_frame(ingress, frame, now, egress_touched)) return;
+    // Counted into the port's buffer: it stays there while an egress queue holds it, and goes
+    // back now if the switch drops it, floods it or a stall holds it.
+    buffer_taken_ = false;
+    const std::size_t frame_bytes = frame.bytes.size();
+    const TrafficClass c = traffic_class_of(frame.bytes);
+    pass_on(ingress, frame, spike, now, egress_touched);
+    if (!buffer_taken_) release_ingress_buffer(ingress, c, frame_bytes);
+    return;
+  }
+  pass_on(ingress, frame, spike, now, egress_touched);
+}
+
+void SwitchCore::pass_on(PortId ingress, const Incoming& frame, bool spike, TimeNs now,
+                         std::vector<PortId>& egress_touched) {
+  Port& in = ports_[ingress];
   if (spike) {
     ++in.counters.faults_delay_spikes;
     in.stalled_until_ns = now + in.faults.delay_spike_ns;
@@ -209,7 +229,8 @@ void SwitchCore::forward(PortId ingress, const Incoming& frame, TimeNs now,
     } else if (enqueue(egress, ingress, frame.bytes, frame.owner, now)) {
       egress_touched.push_back(egress);
       Fifo<QueuedFrame>& queue = ports_[egress].queue;
-      if (frame.reorder && queue.size() >= 2) {
+      // With flow control the frame may be in the responses' queue: no reorder there.
+      if (frame.reorder && !ports_[egress].flow && queue.size() >= 2) {
         std::swap(queue[queue.size() - 1], queue[queue.size() - 2]);
         ++in.counters.faults_reordered;
       }
@@ -246,6 +267,8 @@ void SwitchCore::release_port(PortId ingress, TimeNs now, std::vector<PortId>& e
   released.swap(ports_[ingress].held);
   ports_[ingress].held_bytes = 0;
   --ports_holding_;
+  // Held frames gave their flow-control buffer back when the stall took them.
+  buffer_taken_ = true;
   for (HeldFrame& frame : released) {
     forward(ingress, Incoming{frame.bytes, &frame.bytes, frame.reorder, frame.corrupted}, now,
             egress_touched);
@@ -263,6 +286,7 @@ void SwitchCore::drop_held(Port& port) {
 void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
   now_ns_ = now;
   if (!llr_ports_.empty()) run_link_timers(now, egress_touched);
+  if (!flow_ports_.empty()) run_flow_timers(now, egress_touched);
   if (ports_holding_ == 0) return;
   for (PortId port = 0; port < ports_.size(); ++port) {
     if (!ports_[port].held.empty() && now >= ports_[port].stalled_until_ns) {
@@ -276,6 +300,7 @@ TimeNs SwitchCore::next_release_ns() const {
   for (PortId port : llr_ports_) {
     if (ports_[port].up) next = std::min(next, ports_[port].llr->next_deadline_ns());
   }
+  if (!flow_ports_.empty()) next = std::min(next, next_flow_deadline_ns());
   if (ports_holding_ == 0) return next;
   for (const Port& port : ports_) {
     if (!port.held.empty()) next = std::min(next, port.stalled_until_ns);
@@ -324,12 +349,14 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
     ++out.counters.drops_link_down;
     return false;
   }
-  if (out.queued_bytes + frame.size() > out.queue_bytes_limit) {
+  // Lossless under flow control: the far ends hold what the buffer cannot take.
+  if (!out.flow && out.queued_bytes + frame.size() > out.queue_bytes_limit) {
     ++out.counters.drops_queue_full;
     return false;
   }
+  const bool responses = out.flow && traffic_class_of(frame) == TrafficClass::kResponses;
   // Filled in place: the entry's empty buffer and the runtime's trade places, no moves.
-  QueuedFrame& queued = out.queue.append();
+  QueuedFrame& queued = responses ? out.flow->responses.append() : out.queue.append();
   if (owner) {
     queued.bytes.swap(*owner);
   } else {
@@ -337,7 +364,10 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
   }
   queued.enqueued_ns = now;
   queued.ingress = ingress;
-  out.queued_bytes += frame.size();
+  // The first copy of a frame from a port with flow control keeps its buffer until it is sent.
+  queued.holds_ingress_buffer = ports_[ingress].flow != nullptr && !buffer_taken_;
+  buffer_taken_ = buffer_taken_ || queued.holds_ingress_buffer;
+  out.queued_bytes += queued.bytes.size();
   if (out.queued_bytes > out.counters.queue_bytes_high_water) {
     out.counters.queue_bytes_high_water = out.queued_bytes;
   }
@@ -412,7 +442,9 @@ std::size_t SwitchCore::queued_bytes(PortId egress) const {
 }
 
 std::size_t SwitchCore::queued_frames(PortId egress) const {
-  return egress < ports_.size() ? ports_[egress].queue.size() : 0;
+  if (egress >= ports_.size()) return 0;
+  const Port& port = ports_[egress];
+  return port.queue.size() + (port.flow ? port.flow->responses.size() : 0);
 }
 
 const PortCounters& SwitchCore::counters(PortId port) const {
@@ -424,9 +456,7 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   if (target.up == up) return;
   target.up = up;
   if (up) return;
-  target.counters.drops_link_down += target.queue.size();
-  target.queue.clear();
-  target.queued_bytes = 0;
+  drop_queued(target);
   reset_link(target);
   // Frames a delay spike holds were still on the link, which is gone now.
   drop_held(target);

@@ -13,6 +13,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -21,6 +22,7 @@
 
 #include "address-map/fabric_types.hpp"
 #include "packet-engine/fifo.hpp"
+#include "packet-engine/flow_control.hpp"
 #include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
@@ -36,6 +38,8 @@ struct SwitchPortConfig {
   // the port sends carries an LLR trailer and waits in a replay buffer until acknowledged; what
   // it receives must carry one. The far end (a GPU's NIC or another switch) must do the same.
   bool link_retry = false;
+  // The hop's one-way propagation delay: sizes the PFC headroom (SwitchConfig::flow_control).
+  TimeNs propagation_ns = 0;
 };
 
 // Faults a port injects into the frames it receives or (SwitchConfig::tx_faults; drop and
@@ -86,6 +90,12 @@ struct SwitchConfig {
   std::vector<std::pair<PortId, PortFaults>> faults;     // ingress port -> faults
   std::vector<std::pair<PortId, PortFaults>> tx_faults;  // egress port -> faults on what it sends
   LinkRetryConfig link_retry;  // for the ports with SwitchPortConfig::link_retry
+  // Flow control per traffic class on every port (docs/link-layer.md), or none. With it, a
+  // port's egress queue is one per class, served by deficit round robin, and frames are never
+  // tail-dropped: the far ends hold them instead (credits or pause), so the buffer is bounded
+  // per ingress port and class, as in a shared-buffer switch, and egress_queue_bytes does not
+  // apply. Throws std::invalid_argument naming class_buffer_bytes if PFC's headroom does not fit.
+  FlowControlConfig flow_control;
   std::uint64_t fault_seed = 1;
   // Whether fabric frames carry a CRC that is checked (wire::Crc). Only the simulator turns it
   // off: its frames come from FrameBuilder (CRC field zero) and only move between its own
@@ -137,6 +147,8 @@ struct QueuedFrame {
   wire::Frame bytes;
   TimeNs enqueued_ns = 0;
   PortId ingress = 0;
+  // Flow control: the frame holds buffer of its ingress port's class until it is sent.
+  bool holds_ingress_buffer = false;
 };
 
 class SwitchCore {
@@ -210,6 +222,11 @@ class SwitchCore {
   const PortCounters& counters(PortId port) const;  // throws std::out_of_range
   // The port's link-level retry counters; nullptr where it is off (or out of range).
   const LinkRetryCounters* link_retry_counters(PortId port) const;
+  // The port's flow-control counters, both ends (what it sends, what it receives); std::nullopt
+  // where flow control is off (or out of range).
+  std::optional<FlowControlCounters> flow_control_counters(PortId port) const;
+  // Bytes of `c` that arrived on `ingress` and have not left the switch yet.
+  std::size_t ingress_buffer_bytes(PortId ingress, TrafficClass c) const;
   std::uint64_t drops_bad_port() const { return drops_bad_port_; }
   const SwitchConfig& config() const { return config_; }
 
@@ -256,6 +273,16 @@ class SwitchCore {
     bool staging = false;
     bool has_staged = false;
     QueuedFrame staged;
+    // Flow control (switch_flow.cpp): both ends of this port's hop, and the responses' queue
+    // (requests wait in `queue`).
+    struct Flow {
+      FlowSender sender;
+      FlowReceiver receiver;
+      Fifo<QueuedFrame> responses;
+      bool blocked = false;    // frames wait and the far end lets none go
+      TimeNs retry_at_ns = 0;  // when a pause that blocks it ends (kNever: waits for credit)
+    };
+    std::unique_ptr<Flow> flow;
   };
   static constexpr std::uint64_t kNoEpoch = std::numeric_limits<std::uint64_t>::max();
   // One table for static and learned entries, so forwarding costs a single lookup. Static
@@ -267,6 +294,9 @@ class SwitchCore {
 
   // The switch proper, after the link (and its faults) delivered the frame.
   void receive(PortId ingress, Incoming frame, TimeNs now, std::vector<PortId>& egress_touched);
+  // After the link: a delay spike's stall, or on to forward().
+  void pass_on(PortId ingress, const Incoming& frame, bool spike, TimeNs now,
+               std::vector<PortId>& egress_touched);
   void forward(PortId ingress, const Incoming& frame, TimeNs now,
                std::vector<PortId>& egress_touched);
   // Fabric frames only: false (and counted) if the frame must be dropped.
@@ -296,15 +326,38 @@ class SwitchCore {
   void run_link_timers(TimeNs now, std::vector<PortId>& egress_touched);
   void after_tx(PortId egress, std::size_t frame_bytes, TimeNs now);
   void reset_link(Port& port);
+  // switch_flow.cpp: flow control per traffic class.
+  void add_flow_control(PortId port);
+  // Fresh ends for the port's hop (at start, and when its link comes back): full credit, no
+  // pause, an empty buffer. Its queues are empty then.
+  void reset_flow(PortId port);
+  // A flow-control frame arrived on `ingress`: applied, never forwarded. False if `frame` is
+  // data; then it is counted into the port's buffer.
+  bool accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs now,
+                         std::vector<PortId>& egress_touched);
+  // The head of the class the scheduler picks, if one may go; false if none may.
+  bool take_scheduled(PortId egress, wire::Frame& out, TimeNs now);
+  // `frame` left the buffer of its ingress port (sent, or lost): its credit goes back.
+  void release_ingress_buffer(PortId ingress, TrafficClass c, std::size_t frame_bytes);
+  void run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched);
+  TimeNs next_flow_deadline_ns() const;
+  void drop_queued(Port& port);
 
   SwitchConfig config_;
   std::vector<Port> ports_;
   std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
   std::uint64_t routes_epoch_ = 0;                   // bumped by every change to routes_
   std::uint64_t drops_bad_port_ = 0;
-  std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
-  std::vector<PortId> llr_ports_;  // ports with link-level retry, for their timers
-  TimeNs now_ns_ = 0;              // the latest `now` handed in
+  std::size_t ports_holding_ = 0;   // ports with held frames: release_held's fast path
+  std::vector<PortId> llr_ports_;   // ports with link-level retry, for their timers
+  std::vector<PortId> flow_ports_;  // ports with flow control, for their pauses
+  // Ports that got a frame to send outside on_frame / release_held (a sent frame freed buffer
+  // and a credit update or XON became due on its ingress port): the next release_held reports
+  // them, and next_release_ns() is `now` until it does.
+  std::vector<PortId> ready_ports_;
+  // Set by enqueue when the copy it queued took over its ingress buffer accounting.
+  bool buffer_taken_ = false;
+  TimeNs now_ns_ = 0;  // the latest `now` handed in
   std::mt19937_64 fault_rng_;
   wire::Frame corrupted_;  // scratch for a frame with an injected bit flip
 };

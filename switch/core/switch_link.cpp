@@ -54,7 +54,15 @@ void SwitchCore::restage(PortId egress, TimeNs now, std::vector<PortId>* egress_
 bool SwitchCore::take_next(PortId egress, wire::Frame& out, TimeNs now) {
   Port& port = ports_[egress];
   if (port.llr && port.llr->take_control(out, port_mac(egress))) return true;
+  // A credit update or pause frame the port owes goes before data (and through LLR as data).
+  if (port.flow && port.flow->receiver.control_due() &&
+      (!port.llr || port.llr->can_send(sizeof(PfcFrame))) &&
+      port.flow->receiver.take_control(out, port_mac(egress), now)) {
+    if (port.llr) port.llr->stamp(out, now);
+    return true;
+  }
   if (port.llr && port.llr->take_replay(out, now)) return true;
+  if (port.flow) return take_scheduled(egress, out, now);
   if (port.queue.empty()) return false;
   QueuedFrame& head = port.queue.front();
   if (port.llr && !port.llr->can_send(head.bytes.size())) return false;  // waits for an ACK
@@ -108,6 +116,8 @@ void SwitchCore::reset_link(Port& port) {
   port.has_staged = false;
   // A link that comes back up retrains: the far end takes our next frame as the start.
   if (port.llr) port.llr->reset();
+  // And starts with full credit and no pause, as the far end does.
+  if (port.flow) reset_flow(static_cast<PortId>(&port - ports_.data()));
 }
 
 void SwitchCore::set_tx_faults(PortId egress, const PortFaults& faults) {
