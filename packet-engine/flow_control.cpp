@@ -244,6 +244,26 @@ void FlowReceiver::on_departure(TrafficClass c, std::size_t frame_bytes) {
   }
 }
 
+TimeNs FlowReceiver::next_deadline_ns() const {
+  if (config_.mode != FlowControlMode::kPfc) return kNever;
+  const TimeNs half_pause_ns = quanta_to_ns(kPfcMaxQuanta, rate_gbps_) / 2;
+  TimeNs next = kNever;
+  for (std::size_t c = 0; c < kTrafficClasses; ++c) {
+    if (paused_[c] && !pause_due_[c]) next = std::min(next, pause_sent_ns_[c] + half_pause_ns);
+  }
+  return next;
+}
+
+void FlowReceiver::on_time(TimeNs now) {
+  if (config_.mode != FlowControlMode::kPfc) return;
+  const TimeNs half_pause_ns = quanta_to_ns(kPfcMaxQuanta, rate_gbps_) / 2;
+  for (std::size_t c = 0; c < kTrafficClasses; ++c) {
+    if (paused_[c] && !pause_due_[c] && now >= pause_sent_ns_[c] + half_pause_ns) {
+      pause_due_[c] = true;
+    }
+  }
+}
+
 bool FlowReceiver::control_due() const {
   if (config_.mode == FlowControlMode::kPfc) {
     return std::any_of(pause_due_.begin(), pause_due_.end(), [](bool due) { return due; });

@@ -169,6 +169,12 @@ class FlowReceiver {
   // The control frame due now, if any, written into `out` with `src` as source MAC.
   bool take_control(wire::Frame& out, const MacAddr& src, TimeNs now);
   bool control_due() const;
+  // PFC: a class still paused after half the pause its XOFF asked for is paused again before
+  // the far end resumes (no frame arrives to notice it: the far end is paused). When on_time
+  // must next run; kNever if no XOFF is running.
+  TimeNs next_deadline_ns() const;
+  void on_time(TimeNs now);
+  static constexpr TimeNs kNever = UINT64_MAX;
 
   std::size_t occupancy_bytes(TrafficClass c) const;
   const FlowControlCounters& counters() const { return counters_; }

@@ -133,8 +133,9 @@ void read_flow_control(TableReader& table, TopologyConfig& config) {
   }
   flow.mode = *parsed;
   flow.frame_bytes_max = config.frame_bytes_max;
+  // At most 2^30: credits are counted in running totals modulo 2^32 (flow_control.hpp).
   flow.class_buffer_bytes =
-      table.unsigned_field("class_buffer_bytes", flow.class_buffer_bytes, 1, 1ull << 32);
+      table.unsigned_field("class_buffer_bytes", flow.class_buffer_bytes, 1, 1ull << 30);
   flow.credit_update_bytes =
       table.unsigned_field("credit_update_bytes", flow.credit_update_bytes, 1, 1ull << 32);
   if (flow.mode == FlowControlMode::kNone) return;
@@ -257,6 +258,24 @@ PortFaults read_port_faults(TableReader& table, bool tx) {
   return faults;
 }
 
+// Faults that flow control cannot live with yet ([link] is read before [[fault]]).
+void check_faults_with_flow_control(TableReader& table, const PortFaults& faults,
+                                    const TopologyConfig& config) {
+  const FlowControlMode mode = config.flow_control.mode;
+  if (mode == FlowControlMode::kNone) return;
+  // A stalled link's frames would give their buffer back and be tail-dropped behind it.
+  if (faults.delay_spike_rate > 0) {
+    table.fail("delay_spike_rate", "cannot be combined with link.flow_control yet");
+  }
+  // A lost frame or credit update costs its credit for good unless the hop repairs it.
+  if (mode == FlowControlMode::kCbfc && !config.link_retry &&
+      (faults.drop_rate > 0 || faults.corrupt_rate > 0)) {
+    table.fail(faults.drop_rate > 0 ? "drop_rate" : "corrupt_rate",
+               "with link.flow_control = \"cbfc\" needs link.retry = \"llr\": a lost frame or "
+               "credit update would take its credit away for good");
+  }
+}
+
 void read_faults(const toml::value& node, const std::string& source, TopologyConfig& config) {
   if (!node.is_array()) throw ConfigError(source + ": fault: must be an array of tables [[fault]]");
   std::size_t index = 0;
@@ -273,6 +292,7 @@ void read_faults(const toml::value& node, const std::string& source, TopologyCon
       table.fail("direction", "must be \"rx\", \"tx\" or \"both\" (got \"" + direction + "\")");
     }
     const PortFaults faults = read_port_faults(table, direction != "rx");
+    check_faults_with_flow_control(table, faults, config);
     if (direction != "tx") config.faults.emplace_back(port, faults);
     if (direction != "rx") config.tx_faults.emplace_back(port, faults);
   }

@@ -618,7 +618,12 @@ void SimFabric::on_link_fault(GpuId gpu, bool down) {
   // Both ends of a cable see its link go down: the NIC's link-level retry starts over too, as
   // the switch port's did (its frames in flight are lost with the link).
   if (link_retry_ && was_up && down) gpus_[gpu].llr->reset();
-  if (flow_control_ && was_up && down) reset_gpu_flow(gpu);
+  // Flow control starts again when the link is back: the NIC may have spent credit on frames
+  // the down port threw away, as the port's own ends reset then too.
+  if (flow_control_ && !was_up && !down) {
+    reset_gpu_flow(gpu);
+    send_on_gpu_link(gpu);  // frames held for credit that never came go now
+  }
   // Taking the port down dropped what it held, so the earliest release may have moved.
   schedule_release(port.node);
 }

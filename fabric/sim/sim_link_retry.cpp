@@ -153,8 +153,9 @@ void SimFabric::schedule_link_timer(GpuId gpu) {
   TimeNs deadline_ns = state.llr ? state.llr->next_deadline_ns() : LinkRetry::kNever;
   // A pause that holds waiting frames ends with time, not with a frame.
   TimePs wire_free_ps = UINT64_MAX;
-  if (state.flow_sender && (!state.link_waiting[0].empty() || !state.link_waiting[1].empty() ||
-                            state.flow_receiver->control_due())) {
+  if (state.flow_sender &&
+      (!state.link_waiting[0].empty() || !state.link_waiting[1].empty() ||
+       state.flow_receiver->control_due() || (state.llr && state.llr->has_output()))) {
     deadline_ns = std::min(deadline_ns, state.flow_sender->resume_at_ns(now_ns()));
     const TimePs free_at = links_[topology_.gpu_tx_link[gpu]].free_at;
     if (free_at > now_) wire_free_ps = free_at;

@@ -455,7 +455,11 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   Port& target = ports_.at(port);
   if (target.up == up) return;
   target.up = up;
-  if (up) return;
+  if (up) {
+    // A hop that comes back starts with full credit and no pause at both ends.
+    if (target.flow) reset_flow(port);
+    return;
+  }
   drop_queued(target);
   reset_link(target);
   // Frames a delay spike holds were still on the link, which is gone now.

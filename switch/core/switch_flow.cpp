@@ -110,8 +110,11 @@ void SwitchCore::run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched
   ready.swap(ready_ports_);
   for (PortId port : ready) restage(port, now, &egress_touched);
   for (PortId port : flow_ports_) {
-    const Port& p = ports_[port];
-    if (p.flow->blocked && p.up && !p.has_staged && p.flow->retry_at_ns <= now) {
+    Port& p = ports_[port];
+    if (!p.up) continue;
+    p.flow->receiver.on_time(now);  // an XOFF to renew
+    const bool control = p.flow->receiver.control_due();
+    if (!p.has_staged && (control || (p.flow->blocked && p.flow->retry_at_ns <= now))) {
       restage(port, now, &egress_touched);
     }
   }
@@ -122,7 +125,9 @@ TimeNs SwitchCore::next_flow_deadline_ns() const {
   TimeNs next = kNoRelease;
   for (PortId port : flow_ports_) {
     const Port& p = ports_[port];
-    if (p.flow->blocked && p.up && !p.has_staged) next = std::min(next, p.flow->retry_at_ns);
+    if (!p.up) continue;
+    if (p.flow->blocked && !p.has_staged) next = std::min(next, p.flow->retry_at_ns);
+    next = std::min(next, p.flow->receiver.next_deadline_ns());
   }
   return next;
 }

@@ -116,8 +116,6 @@ void SwitchCore::reset_link(Port& port) {
   port.has_staged = false;
   // A link that comes back up retrains: the far end takes our next frame as the start.
   if (port.llr) port.llr->reset();
-  // And starts with full credit and no pause, as the far end does.
-  if (port.flow) reset_flow(static_cast<PortId>(&port - ports_.data()));
 }
 
 void SwitchCore::set_tx_faults(PortId egress, const PortFaults& faults) {

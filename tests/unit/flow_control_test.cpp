@@ -180,15 +180,25 @@ TEST(FlowControl, PfcPausesAClassAtXoffAndReleasesItAtXon) {
 }
 
 TEST(FlowControl, PfcAsksAgainWhileStillFullAfterHalfThePause) {
+  // The paused far end sends nothing, so time alone must renew the XOFF.
   const FlowControlConfig config = pfc(65536);
   FlowReceiver receiver(config, PfcThresholds{.xoff_bytes = 8192, .xon_bytes = 4096}, kRateGbps);
   wire::Frame out;
+  EXPECT_EQ(receiver.next_deadline_ns(), FlowReceiver::kNever);
   receiver.on_arrival(kReq, 8192, 0);
   ASSERT_TRUE(receiver.take_control(out, kMac, 0));
-  receiver.on_arrival(kReq, 1024, 10'000);
+  EXPECT_EQ(receiver.next_deadline_ns(), 20'971u) << "half of 41 943 ns";
+  receiver.on_time(10'000);
   EXPECT_FALSE(receiver.control_due()) << "the XOFF still holds";
-  receiver.on_arrival(kReq, 1024, 21'000);
-  EXPECT_TRUE(receiver.control_due()) << "past half of 41.9 us: XOFF again";
+  receiver.on_time(20'971);
+  ASSERT_TRUE(receiver.control_due()) << "half the pause gone, still full: XOFF again";
+  ASSERT_TRUE(receiver.take_control(out, kMac, 20'971));
+  PfcFrame frame;
+  std::memcpy(&frame, out.data(), sizeof frame);
+  EXPECT_EQ(frame.pause_quanta[0].value(), kPfcMaxQuanta);
+  receiver.on_departure(kReq, 8192);
+  ASSERT_TRUE(receiver.take_control(out, kMac, 21'000));  // XON
+  EXPECT_EQ(receiver.next_deadline_ns(), FlowReceiver::kNever);
 }
 
 TEST(FlowControl, DeficitRoundRobinSharesBytesByWeightAndSkipsAPausedClass) {

@@ -93,6 +93,24 @@ TEST(SimFlowControl, WithLinkLevelRetryTheControlFramesAreRepairedToo) {
   EXPECT_GT(report.link_retry->frames_replayed, 0u);
 }
 
+TEST(SimFlowControl, AfterALinkGoesDownAndUpCreditStartsAgainAndNoSenderIsStuck) {
+  // GPU 3's link is down from 2 us to 30 us of the incast (8 rounds, ~180 us): the writes it
+  // had on the wire then fail (request timeout 1 ms). The NIC spent its credit on frames the
+  // down port threw away; when the link is back both ends start again with full credit, and
+  // every later write, GPU 3's included, completes. (Before the restart at link-up, all 8 of
+  // GPU 3's writes failed.)
+  TopologyConfig config = incast_config("cbfc", "[liveness]\ndown_after_timeouts = 0\n");
+  config.request_timeout_ns = 1'000'000;
+  const SimReport report = simulate(config, TopologyKind::kSingle, WorkloadKind::kIncast, 65536, 1,
+                                    8, {LinkFault{3, 2'000, 30'000}});
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(report.ops_ok + report.ops_failed, 248u);
+  EXPECT_GT(report.ops_failed, 0u);
+  EXPECT_LE(report.ops_failed, 4u) << "only writes GPU 3 had on the wire while it was down";
+  ASSERT_TRUE(report.flow_control.has_value());
+  EXPECT_EQ(report.flow_control->buffer_overruns, 0u);
+}
+
 TEST(SimFlowControl, TheRdmaEngineIsRefusedByName) {
   SimRequest request;
   request.engine = SimEngine::kRoce;
@@ -119,6 +137,18 @@ TEST(FlowConfig, BadFlowControlSettingsNameTheirField) {
   EXPECT_NE(no_headroom.find("headroom"), std::string::npos) << no_headroom;
   EXPECT_NE(config_error("[link]\nflow_control = \"cbfc\"\ncredit_update_bytes = 100000")
                 .find("link.credit_update_bytes"),
+            std::string::npos);
+  // Losses CBFC cannot recover from without link-level retry, and stalls it does not model.
+  const std::string lossy =
+      config_error("[link]\nflow_control = \"cbfc\"\n[[fault]]\nport = 1\ndrop_rate = 0.01");
+  EXPECT_NE(lossy.find("fault[0].drop_rate"), std::string::npos) << lossy;
+  EXPECT_NE(lossy.find("link.retry"), std::string::npos) << lossy;
+  EXPECT_EQ(config_error("[link]\nflow_control = \"cbfc\"\nretry = \"llr\"\n[[fault]]\nport = "
+                         "1\ndrop_rate = 0.01"),
+            "");
+  EXPECT_NE(config_error("[link]\nflow_control = \"pfc\"\n[[fault]]\nport = 1\n"
+                         "delay_spike_rate = 0.1\ndelay_spike_us = 5")
+                .find("fault[0].delay_spike_rate"),
             std::string::npos);
   // The same small buffer is fine while flow control is off.
   EXPECT_EQ(config_error("[link]\nclass_buffer_bytes = 1024"), "");
