@@ -42,6 +42,15 @@ void append_trailer(wire::Frame& frame, std::uint32_t seq, LlrKind kind, std::ui
   if (crc == wire::Crc::kOn) fill_llr_fcs(frame);
 }
 
+void write_control_header(wire::Frame& out, const MacAddr& src) {
+  out.assign(kEthernetHeaderBytes, std::byte{0});
+  EthernetHeader header{};
+  std::memcpy(header.dst, kLinkControlMac, 6);
+  std::memcpy(header.src, src.octets.data(), 6);
+  header.ether_type = wire::kEtherTypeFabric;
+  std::memcpy(out.data(), &header, sizeof(header));
+}
+
 }  // namespace
 
 bool fill_llr_fcs(std::span<std::byte> frame) {
@@ -75,12 +84,15 @@ LinkRetryCounters& LinkRetryCounters::operator+=(const LinkRetryCounters& other)
   drops_malformed += other.drops_malformed;
   frames_lost_on_reset += other.frames_lost_on_reset;
   gave_up += other.gave_up;
+  trainings_started += other.trainings_started;
+  trainings_answered += other.trainings_answered;
   return *this;
 }
 
 LinkRetry::LinkRetry(LinkRetryConfig config, wire::Crc crc) : config_(config), crc_(crc) {}
 
 bool LinkRetry::can_send(std::size_t frame_bytes) const {
+  if (training_) return false;  // the far end may still number for an earlier start of ours
   // One frame always fits, however small the buffer: a hop never stalls for good.
   return unacked_.empty() ||
          unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
@@ -96,15 +108,49 @@ void LinkRetry::stamp(wire::Frame& frame, TimeNs now) {
   ++counters_.frames_sent;
 }
 
+void LinkRetry::start_training(std::uint32_t nonce, TimeNs now) {
+  reset();
+  training_ = true;
+  train_nonce_ = nonce;
+  train_resend_ns_ = now;  // the first TRAIN goes when on_time runs, like any timer's frame
+  train_backoff_shift_ = 0;
+  ++counters_.trainings_started;
+}
+
+void LinkRetry::on_train(std::uint32_t nonce) {
+  if (!peer_trained_ || peer_nonce_ != nonce) {
+    // The far end started afresh: what either end still held belongs to its earlier start.
+    // With this reset both ends are fresh, which is all our own training would achieve, so it
+    // ends too (our TRAIN, if still on its way, then finds nothing to undo).
+    peer_trained_ = true;
+    peer_nonce_ = nonce;
+    reset();
+    end_training();
+    ++counters_.trainings_answered;
+  }
+  train_ack_due_ = true;
+}
+
+void LinkRetry::end_training() {
+  training_ = train_due_ = false;
+  train_resend_ns_ = kNever;
+}
+
+bool LinkRetry::take_training_control(wire::Frame& out, const MacAddr& src) {
+  if (!train_ack_due_ && !train_due_) return false;
+  const bool ack = train_ack_due_;
+  write_control_header(out, src);
+  append_trailer(out, ack ? peer_nonce_ : train_nonce_, ack ? LlrKind::kTrainAck : LlrKind::kTrain,
+                 epoch_, crc_);
+  (ack ? train_ack_due_ : train_due_) = false;
+  return true;
+}
+
 bool LinkRetry::take_control(wire::Frame& out, const MacAddr& src) {
   if (!control_due()) return false;
+  if (take_training_control(out, src)) return true;
   const LlrKind kind = nak_due_ ? LlrKind::kNak : LlrKind::kAck;
-  out.assign(kEthernetHeaderBytes, std::byte{0});
-  EthernetHeader header{};
-  std::memcpy(header.dst, kLinkControlMac, 6);
-  std::memcpy(header.src, src.octets.data(), 6);
-  header.ether_type = wire::kEtherTypeFabric;
-  std::memcpy(out.data(), &header, sizeof(header));
+  write_control_header(out, src);
   // An ACK or NAK speaks of the far end's frames, so it carries the far end's epoch.
   append_trailer(out, expected_, kind, peer_epoch_, crc_);
   ++(kind == LlrKind::kNak ? counters_.naks_sent : counters_.acks_sent);
@@ -153,6 +199,12 @@ LinkRetry::Verdict LinkRetry::receive(std::span<const std::byte> frame, TimeNs n
         on_ack(trailer.seq.value(),
                trailer.kind.value() == static_cast<std::uint8_t>(LlrKind::kNak));
       }
+      return Verdict::kConsumed;
+    case LlrKind::kTrain:
+      on_train(trailer.seq.value());
+      return Verdict::kConsumed;
+    case LlrKind::kTrainAck:
+      if (training_ && trailer.seq.value() == train_nonce_) end_training();
       return Verdict::kConsumed;
   }
   ++counters_.drops_malformed;
@@ -227,10 +279,17 @@ TimeNs LinkRetry::replay_deadline_ns() const {
 }
 
 TimeNs LinkRetry::next_deadline_ns() const {
-  return std::min(ack_deadline_ns_, replay_deadline_ns());
+  return std::min({ack_deadline_ns_, replay_deadline_ns(), train_resend_ns_});
 }
 
 void LinkRetry::on_time(TimeNs now) {
+  if (training_ && train_resend_ns_ <= now) {
+    // Backing off like the replay timer: a port whose far end never comes costs a wake-up a
+    // second, not a thousand. A far end that starts sends its own TRAIN at once anyway.
+    train_due_ = true;
+    train_resend_ns_ = now + (config_.replay_timeout_ns << train_backoff_shift_);
+    train_backoff_shift_ = std::min(train_backoff_shift_ + 1, kMaxBackoffShift);
+  }
   if (ack_deadline_ns_ <= now) {
     ack_due_ = true;
     ack_deadline_ns_ = kNever;

@@ -9,7 +9,9 @@
 // or lost frame costs one hop's round trip, not an end-to-end timeout. ACK and NAK travel in
 // control frames of their own (an Ethernet header and a trailer), as UEC's LLR sends them in
 // control ordered sets rather than in data frames. A replay timer covers a lost last frame and
-// a lost NAK. Docs: docs/link-layer.md; byte offsets in docs/wire-format.md.
+// a lost NAK. Where one end may restart on its own (the emulator's processes), link training
+// makes both ends start afresh together (start_training). Docs: docs/link-layer.md; byte
+// offsets in docs/wire-format.md.
 #pragma once
 
 #include <boost/endian/buffers.hpp>
@@ -25,7 +27,9 @@ namespace ethx {
 
 // Last 12 bytes of every frame on a hop with LLR on.
 struct LlrTrailer {
-  boost::endian::big_uint32_buf_t seq;  // data: this frame's; ACK: next expected; NAK: resend from
+  // data: this frame's; ACK: next expected; NAK: resend from; TRAIN and TRAIN_ACK: the
+  // training's nonce
+  boost::endian::big_uint32_buf_t seq;
   boost::endian::big_uint8_buf_t kind;  // LlrKind
   // The sender's link state incarnation: it numbers its frames from 0 again after a reset (its
   // link went down and up), and a receiver that sees a new epoch expects 0.
@@ -39,7 +43,8 @@ static_assert(sizeof(LlrTrailer) == 12);
 
 inline constexpr std::size_t kLlrTrailerBytes = sizeof(LlrTrailer);
 inline constexpr std::uint16_t kLlrMagic = 0x4C52;  // "LR"
-enum class LlrKind : std::uint8_t { kData = 1, kAck = 2, kNak = 3 };
+// kTrain: "I started afresh, do the same" (link training); kTrainAck answers it.
+enum class LlrKind : std::uint8_t { kData = 1, kAck = 2, kNak = 3, kTrain = 4, kTrainAck = 5 };
 // A control frame: an Ethernet header (EtherType 0x88B5) and the trailer.
 inline constexpr std::size_t kLlrControlFrameBytes = kEthernetHeaderBytes + kLlrTrailerBytes;
 
@@ -81,8 +86,28 @@ struct LinkRetryCounters {
   // The replay timer ran out kMaxTimeoutsWithoutProgress times in a row with nothing
   // acknowledged: the far end is taken for gone and the timer stops (until an ACK or NAK).
   std::uint64_t gave_up = 0;
+  std::uint64_t trainings_started = 0;   // start_training calls (this end started afresh)
+  std::uint64_t trainings_answered = 0;  // the far end started afresh: this end reset with it
 
   LinkRetryCounters& operator+=(const LinkRetryCounters& other);  // sums every field
+  // Calls visit(name, value) for each counter in order: one list of names for every report.
+  template <typename Visit>
+  void for_each(Visit&& visit) const {
+    visit("frames_sent", frames_sent);
+    visit("frames_replayed", frames_replayed);
+    visit("replays_nak", replays_nak);
+    visit("replays_timeout", replays_timeout);
+    visit("acks_sent", acks_sent);
+    visit("naks_sent", naks_sent);
+    visit("drops_bad_fcs", drops_bad_fcs);
+    visit("drops_out_of_sequence", drops_out_of_sequence);
+    visit("drops_duplicate", drops_duplicate);
+    visit("drops_malformed", drops_malformed);
+    visit("frames_lost_on_reset", frames_lost_on_reset);
+    visit("gave_up", gave_up);
+    visit("trainings_started", trainings_started);
+    visit("trainings_answered", trainings_answered);
+  }
 };
 
 class LinkRetry {
@@ -103,6 +128,18 @@ class LinkRetry {
   // frames.
   bool take_replay(wire::Frame& out, TimeNs now);
   bool has_output() const { return control_due() || replay_next_ < unacked_.size(); }
+
+  // ---- Link training ----
+  // For hops whose ends start and restart on their own (the emulator's processes: a node that
+  // restarts would otherwise meet a switch port still numbering its frames for the old one).
+  // Starts this end afresh (as reset()) and asks the far end to do the same: a TRAIN control
+  // frame carrying `nonce` is due at `now` (next_deadline_ns; on_time makes it output) and
+  // again after replay_timeout_ns, doubling up to 1024x, until the far end's TRAIN_ACK names
+  // it. Until then can_send() is false. An end that receives a TRAIN with a nonce it has not
+  // seen resets, answers and ends its own training (both ends are fresh then); a repeated one
+  // is only answered again.
+  void start_training(std::uint32_t nonce, TimeNs now);
+  bool training() const { return training_; }
 
   // ---- Receiving ----
   enum class Verdict : std::uint8_t { kDeliver, kConsumed, kDrop };
@@ -134,7 +171,10 @@ class LinkRetry {
     TimeNs sent_ns;
     wire::Frame bytes;  // with its trailer
   };
-  bool control_due() const { return nak_due_ || ack_due_; }
+  bool control_due() const { return nak_due_ || ack_due_ || train_due_ || train_ack_due_; }
+  bool take_training_control(wire::Frame& out, const MacAddr& src);
+  void on_train(std::uint32_t nonce);
+  void end_training();
   void on_ack(std::uint32_t next_expected, bool nak);
   TimeNs replay_deadline_ns() const;
   Verdict receive_data(const LlrTrailer& trailer, TimeNs now);
@@ -160,6 +200,15 @@ class LinkRetry {
   bool ack_due_ = false;
   std::uint32_t unacked_received_ = 0;  // frames taken since the last ACK
   TimeNs ack_deadline_ns_ = kNever;
+  // Link training.
+  bool training_ = false;  // waiting for the far end's TRAIN_ACK of train_nonce_
+  bool train_due_ = false;
+  std::uint32_t train_nonce_ = 0;
+  TimeNs train_resend_ns_ = kNever;
+  unsigned train_backoff_shift_ = 0;
+  bool peer_trained_ = false;  // a TRAIN of the far end's has been answered: peer_nonce_ is set
+  std::uint32_t peer_nonce_ = 0;
+  bool train_ack_due_ = false;
   LinkRetryCounters counters_;
 };
 

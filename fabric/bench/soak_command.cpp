@@ -97,6 +97,33 @@ json run_one(const SoakOptions& options, const std::string& transport, const Run
   return run;
 }
 
+// Link-level retry on the GPUs' hops, both ends: what the GPUs replayed towards the switch and
+// what the switch replayed towards them. Empty without LLR.
+json link_retry_totals(const std::vector<protocol::SoakResult>& results, const json& ports) {
+  const auto gpus = [&results](std::uint64_t protocol::HopRetryStats::*count) {
+    return sum_of(results, [count](const auto& r) { return r.stats.hop_retry.*count; });
+  };
+  std::uint64_t switch_sent = 0, switch_replayed = 0, switch_naks = 0, switch_timeouts = 0;
+  for (const json& port : ports) {
+    if (!port.contains("link_retry")) continue;
+    const json& llr = port["link_retry"];
+    switch_sent += llr.value("frames_sent", std::uint64_t{0});
+    switch_replayed += llr.value("frames_replayed", std::uint64_t{0});
+    switch_naks += llr.value("naks_sent", std::uint64_t{0});
+    switch_timeouts += llr.value("replays_timeout", std::uint64_t{0});
+  }
+  const std::uint64_t gpus_sent = gpus(&protocol::HopRetryStats::frames_sent);
+  if (gpus_sent + switch_sent == 0) return json::object();
+  return {
+      {"llr_frames_sent_by_gpus", gpus_sent},
+      {"llr_frames_replayed_by_gpus", gpus(&protocol::HopRetryStats::frames_replayed)},
+      {"llr_frames_sent_by_switch", switch_sent},
+      {"llr_frames_replayed_by_switch", switch_replayed},
+      {"llr_naks_sent", gpus(&protocol::HopRetryStats::naks_sent) + switch_naks},
+      {"llr_replay_timeouts", gpus(&protocol::HopRetryStats::replays_timeout) + switch_timeouts},
+      {"llr_trainings", gpus(&protocol::HopRetryStats::trainings)}};
+}
+
 json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& results,
                const json& switch_stats) {
   std::uint64_t first_start = 0, last_end = 0;
@@ -115,8 +142,11 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
   const json ports =
       switch_stats.is_object() ? switch_stats.value("ports", json::array()) : json::array();
   for (const json& port : ports) {
-    faults_dropped += port.value("faults_dropped", std::uint64_t{0});
-    faults_corrupted += port.value("faults_corrupted", std::uint64_t{0});
+    // Injected on either side of the port: what it received (rx) and what it sent (tx).
+    faults_dropped += port.value("faults_dropped", std::uint64_t{0}) +
+                      port.value("faults_tx_dropped", std::uint64_t{0});
+    faults_corrupted += port.value("faults_corrupted", std::uint64_t{0}) +
+                        port.value("faults_tx_corrupted", std::uint64_t{0});
     switch_malformed += port.value("drops_malformed", std::uint64_t{0});
     wire_bytes += port.value("rx_bytes", std::uint64_t{0});
   }
@@ -150,6 +180,7 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
     run["switch_drops_malformed"] = switch_malformed;
   }
   run["malformed_at_nodes"] = sum_of(results, [](const auto& r) { return r.stats.malformed; });
+  run.update(link_retry_totals(results, ports));
   return run;
 }
 
@@ -188,6 +219,12 @@ void print_table(const json& report) {
   row("resent after timer", "retransmitted_on_timer", false);
   row("standalone ACKs", "acks_sent", false);
   row("duplicates dropped", "duplicates_dropped", false);
+  if (runs.back()->contains("llr_frames_sent_by_gpus")) {
+    row("LLR replayed by GPUs", "llr_frames_replayed_by_gpus", false);
+    row("LLR replayed by switch", "llr_frames_replayed_by_switch", false);
+    row("LLR NAKs", "llr_naks_sent", false);
+    row("LLR replay timeouts", "llr_replay_timeouts", false);
+  }
   if (report.contains("faulted_to_sequenced_throughput")) {
     std::printf("faulted / sequenced throughput: %.3f\n",
                 report["faulted_to_sequenced_throughput"].get<double>());
@@ -240,6 +277,22 @@ bool valid_soak_options(const SoakOptions& options) {
   if (!parse_reliability_mode(options.reliability)) {
     std::cerr << "ethx soak: --reliability: must be \"off\" or \"go-back-n\" (got \""
               << options.reliability << "\")\n";
+    return false;
+  }
+  if (!options.link_retry.empty() && options.link_retry != "none" && options.link_retry != "llr") {
+    std::cerr << "ethx soak: --link-retry: must be \"none\" or \"llr\" (got \""
+              << options.link_retry << "\")\n";
+    return false;
+  }
+  const std::string& direction = options.fault_direction;
+  if (direction != "rx" && direction != "tx" && direction != "both") {
+    std::cerr << "ethx soak: --fault-direction: must be \"rx\", \"tx\" or \"both\" (got \""
+              << direction << "\")\n";
+    return false;
+  }
+  if (direction != "rx" && options.reorder_rate > 0) {
+    std::cerr << "ethx soak: --reorder applies to --fault-direction rx only (a sending port has "
+                 "no ingress link)\n";
     return false;
   }
   for (const auto& [name, rate] :
@@ -299,6 +352,8 @@ std::string write_run_config(const SoakOptions& options, const RunSpec& spec, st
   }
   overlay.faults = faults;
   overlay.fault_seed = options.seed;
+  overlay.fault_direction = options.fault_direction;
+  if (!options.link_retry.empty()) overlay.link_retry = options.link_retry;
   std::string path = (directory / (spec.label + ".toml")).string();
   write_config_overlay(options.config_path, overlay, path);
   return path;
@@ -357,6 +412,9 @@ int run_soak(const SoakOptions& options) {
               {"corrupt_rate", options.corrupt_rate},
               {"reorder_rate", options.reorder_rate},
               {"reliability", options.reliability},
+              {"link_retry", !options.link_retry.empty() ? options.link_retry
+                                                         : (base.link_retry ? "llr" : "none")},
+              {"fault_direction", options.fault_direction},
               {"runs", json::array()}};
   try {
     for (const RunSpec& spec : specs) {

@@ -26,6 +26,11 @@ struct SoakOptions {
   double corrupt_rate = 0.001;
   double reorder_rate = 0.0;
   std::string reliability = "go-back-n";
+  // [link] retry for every run ("none" | "llr"); empty: as the config has it.
+  std::string link_retry;
+  // Where the faulted run's faults act on each GPU's hop: "rx" (what the switch port receives,
+  // GPU -> switch), "tx" (what it sends) or "both".
+  std::string fault_direction = "rx";
   std::uint64_t seed = 1;
   bool skip_baselines = false;
   bool json = false;

@@ -154,6 +154,10 @@ int soak(int argc, char** argv) {
       "probability that a frame overtakes the one before it")(
       "reliability", po::value(&options.reliability)->default_value(options.reliability),
       "off | go-back-n (off shows what the faults do unprotected)")(
+      "link-retry", po::value(&options.link_retry),
+      "none | llr: link-level retry on every hop (default: as the config has it)")(
+      "fault-direction", po::value(&options.fault_direction)->default_value("rx"),
+      "rx | tx | both: faults on what each switch port receives, sends, or both")(
       "seed", po::value(&options.seed)->default_value(1), "workload and fault seed")(
       "fabric", po::value(&options.fabric),
       "one run on the fabric `ethx up --name NAME` started, as it is configured")(

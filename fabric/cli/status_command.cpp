@@ -52,6 +52,29 @@ void print_faults(const json& ports) {
   }
 }
 
+// Link-level retry on the ports that run it: the switch's end of each GPU's hop.
+void print_link_retry(const json& ports) {
+  bool header = false;
+  for (const json& port : ports) {
+    if (!port.contains("link_retry")) continue;
+    const json& llr = port["link_retry"];
+    auto count = [&llr](const char* key) {
+      return static_cast<unsigned long long>(llr.value(key, std::uint64_t{0}));
+    };
+    if (!header) {
+      std::printf(
+          "\n  link-level retry (the switch's end of each hop):\n  %-5s %12s %10s %8s "
+          "%8s %10s %10s %9s\n",
+          "port", "sent", "replayed", "NAKs", "timeouts", "bad FCS", "gaps", "trainings");
+    }
+    header = true;
+    std::printf("  %-5d %12llu %10llu %8llu %8llu %10llu %10llu %9llu\n", port["port"].get<int>(),
+                count("frames_sent"), count("frames_replayed"), count("naks_sent"),
+                count("replays_timeout"), count("drops_bad_fcs"), count("drops_out_of_sequence"),
+                count("trainings_started") + count("trainings_answered"));
+  }
+}
+
 void print_ports(const json& ports) {
   std::printf("\n  %-5s %12s %12s %10s %10s %10s %10s\n", "port", "rx frames", "tx frames",
               "malformed", "queue full", "unknown", "spoofed");
@@ -64,6 +87,7 @@ void print_ports(const json& ports) {
                 count("drops_queue_full"), count("drops_unknown_destination"),
                 count("drops_spoofed"));
   }
+  print_link_retry(ports);
   print_faults(ports);
 }
 

@@ -39,7 +39,21 @@ PortRates rates_of(const nlohmann::json& before, const nlohmann::json& after, do
                       grew(before, after, "faults_dropped");
   const nlohmann::json faults = after.value("faults", nlohmann::json::object());
   rates.link_up = faults.value("link", std::string("up")) == "up";
+  const auto llr_after = after.find("link_retry");
+  if (llr_after != after.end() && llr_after->is_object()) {
+    static const nlohmann::json kNone = nlohmann::json::object();
+    const auto llr_before = before.find("link_retry");
+    const nlohmann::json& earlier = llr_before != before.end() ? *llr_before : kNone;
+    rates.link_retry = true;
+    rates.frames_replayed = grew(earlier, *llr_after, "frames_replayed");
+    rates.naks_sent = grew(earlier, *llr_after, "naks_sent");
+  }
   return rates;
+}
+
+// A link-level retry count, or "-" on a port without it.
+std::string llr_count(bool link_retry, std::uint64_t count) {
+  return link_retry ? std::to_string(count) : "-";
 }
 
 // The readings' "ports" arrays, by reference (json::value would copy them).
@@ -76,22 +90,26 @@ std::string format_top(const std::string& fabric, const std::vector<PortRates>& 
   char line[256];
   std::snprintf(line, sizeof line,
                 "ethx top: '%s', %zu ports, rates over %.2f s (q quits)\n\n"
-                "%-5s %4s %11s %11s %8s %8s %10s %10s %8s %8s %8s %8s\n",
+                "%-5s %4s %11s %11s %8s %8s %10s %10s %8s %8s %8s %8s %8s %8s\n",
                 fabric.c_str(), rows.size(), seconds, "port", "link", "rx frm/s", "tx frm/s",
-                "rx Gb/s", "tx Gb/s", "queue B", "queue max", "qfull", "bad", "linkdn", "other");
+                "rx Gb/s", "tx Gb/s", "queue B", "queue max", "qfull", "bad", "linkdn", "other",
+                "replay", "nak");
   page += line;
   PortRates total;
   std::uint64_t dropped = 0;
   for (const PortRates& r : rows) {
-    std::snprintf(line, sizeof line,
-                  "%-5u %4s %11.0f %11.0f %8.3f %8.3f %10llu %10llu %8llu %8llu %8llu %8llu\n",
-                  r.port, r.link_up ? "up" : "DOWN", r.rx_frames_per_s, r.tx_frames_per_s,
-                  r.rx_gbps, r.tx_gbps, static_cast<unsigned long long>(r.queued_bytes),
-                  static_cast<unsigned long long>(r.queue_bytes_high_water),
-                  static_cast<unsigned long long>(r.drops_queue_full),
-                  static_cast<unsigned long long>(r.drops_malformed),
-                  static_cast<unsigned long long>(r.drops_link_down),
-                  static_cast<unsigned long long>(r.drops_other));
+    std::snprintf(
+        line, sizeof line,
+        "%-5u %4s %11.0f %11.0f %8.3f %8.3f %10llu %10llu %8llu %8llu %8llu %8llu %8s %8s\n",
+        r.port, r.link_up ? "up" : "DOWN", r.rx_frames_per_s, r.tx_frames_per_s, r.rx_gbps,
+        r.tx_gbps, static_cast<unsigned long long>(r.queued_bytes),
+        static_cast<unsigned long long>(r.queue_bytes_high_water),
+        static_cast<unsigned long long>(r.drops_queue_full),
+        static_cast<unsigned long long>(r.drops_malformed),
+        static_cast<unsigned long long>(r.drops_link_down),
+        static_cast<unsigned long long>(r.drops_other),
+        llr_count(r.link_retry, r.frames_replayed).c_str(),
+        llr_count(r.link_retry, r.naks_sent).c_str());
     page += line;
     total.rx_frames_per_s += r.rx_frames_per_s;
     total.tx_frames_per_s += r.tx_frames_per_s;
@@ -122,6 +140,10 @@ nlohmann::json top_json(const std::vector<PortRates>& rows, double seconds) {
                        {"malformed", r.drops_malformed},
                        {"link_down", r.drops_link_down},
                        {"other", r.drops_other}}}});
+    if (r.link_retry) {
+      ports.back()["link_retry"] = {{"frames_replayed", r.frames_replayed},
+                                    {"naks_sent", r.naks_sent}};
+    }
   }
   return {{"interval_s", seconds}, {"ports", ports}};
 }

@@ -1,8 +1,8 @@
 // What `ethx top` shows, computed from two readings of the switch's counters (the stats file
 // ethx-switch rewrites every 250 ms, switch/runtime/switch_stats.hpp): per port, frame and byte
-// rates in each direction, the egress queue now and its high-water mark, and drops by reason
-// since the previous reading. Pure functions: the command (top_command.cpp) reads, waits and
-// draws.
+// rates in each direction, the egress queue now and its high-water mark, drops by reason and
+// link-level retry's replays and NAKs since the previous reading. Pure functions: the command
+// (top_command.cpp) reads, waits and draws.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,11 @@ struct PortRates {
   std::uint64_t drops_link_down = 0;
   std::uint64_t drops_other = 0;  // unknown destination, hairpin, spoofed, injected loss
   bool link_up = true;
+  // Link-level retry on the port's hop ([link] retry = "llr"), between the two readings: frames
+  // the port sent again, and NAKs it sent (frames from the GPU it lost or found damaged).
+  bool link_retry = false;
+  std::uint64_t frames_replayed = 0;
+  std::uint64_t naks_sent = 0;
 };
 
 // Rates between two readings `seconds` apart (each the stats file's JSON); ports missing from

@@ -45,13 +45,18 @@ void write_config_overlay(const std::string& base_path, const ConfigOverlay& ove
   if (overlay.fault_seed) {
     table_of(root, "switch")["fault_seed"] = static_cast<std::int64_t>(*overlay.fault_seed);
   }
+  if (overlay.link_retry) table_of(root, "link")["retry"] = *overlay.link_retry;
   if (overlay.faults) {
     toml::array faults;
     for (const auto& [port, port_faults] : *overlay.faults) {
       toml::table entry{{"port", static_cast<std::int64_t>(port)},
                         {"drop_rate", port_faults.drop_rate},
-                        {"corrupt_rate", port_faults.corrupt_rate},
-                        {"reorder_rate", port_faults.reorder_rate}};
+                        {"corrupt_rate", port_faults.corrupt_rate}};
+      // A sending port has no ingress link to reorder: the field is for "rx" only.
+      if (port_faults.reorder_rate > 0 || overlay.fault_direction == "rx") {
+        entry["reorder_rate"] = port_faults.reorder_rate;
+      }
+      if (overlay.fault_direction != "rx") entry["direction"] = overlay.fault_direction;
       if (port_faults.delay_spike_rate > 0 && port_faults.delay_spike_ns > 0) {
         entry["delay_spike_rate"] = port_faults.delay_spike_rate;
         entry["delay_spike_us"] = static_cast<std::int64_t>(port_faults.delay_spike_ns / 1000);

@@ -17,6 +17,9 @@ struct ConfigOverlay {
   std::optional<std::string> reliability_mode;                       // [reliability] mode
   std::optional<std::vector<std::pair<PortId, PortFaults>>> faults;  // replaces every [[fault]]
   std::optional<std::uint64_t> fault_seed;                           // [switch] fault_seed
+  std::string fault_direction =
+      "rx";  // each of `faults`: "rx", "tx" or "both" ([[fault]] direction)
+  std::optional<std::string> link_retry;  // [link] retry
 };
 
 // Reads `base_path` (the embedded default when empty), applies `overlay`, writes the result to

@@ -376,7 +376,8 @@ EngineConfig TopologyConfig::engine_config(GpuId self) const {
   engine.partition = gpus.at(self).partition;
   engine.export_rights = gpus.at(self).export_rights;
   for (const GpuConfig& gpu : gpus) engine.gpu_macs.push_back(gpu.mac);
-  engine.frame_bytes_max = frame_bytes_max;
+  // frame_bytes_max bounds a frame on the wire, so with LLR the engine leaves room for its trailer.
+  engine.frame_bytes_max = frame_bytes_max - (link_retry ? kLlrTrailerBytes : 0);
   engine.max_outstanding = max_outstanding;
   engine.request_timeout_ns = request_timeout_ns;
   engine.write_combine_ns = write_combine_ns;
@@ -406,6 +407,22 @@ SwitchConfig TopologyConfig::switch_config(std::size_t extra_ports) const {
   for (std::size_t port = 0; port < gpu_count; ++port) config.ports[port].link_retry = link_retry;
   config.link_retry = link_retry_config;
   config.fault_seed = fault_seed;
+  return config;
+}
+
+SwitchConfig TopologyConfig::emulated_switch_config(std::size_t extra_ports,
+                                                    std::uint64_t training_seed) const {
+  SwitchConfig config = switch_config(extra_ports);
+  config.link_retry = wall_clock_link_retry(config.link_retry);
+  config.link_training = true;
+  config.link_training_seed = training_seed;
+  return config;
+}
+
+LinkRetryConfig wall_clock_link_retry(const LinkRetryConfig& modelled) {
+  LinkRetryConfig config = modelled;
+  config.replay_timeout_ns = std::max(config.replay_timeout_ns, kWallClockReplayTimeoutNs);
+  config.ack_delay_ns = std::max(config.ack_delay_ns, kWallClockAckDelayNs);
   return config;
 }
 
@@ -460,12 +477,6 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
 }
 
 void require_emulated(const TopologyConfig& config) {
-  if (config.link_retry) {
-    throw ConfigError(
-        "link.retry: \"llr\" is modelled by `ethx sim` only so far; the emulator's nodes do not "
-        "run link-level retry yet (docs/link-layer.md). Use retry = \"none\" with [reliability] "
-        "mode = \"go-back-n\" for an emulated fabric that survives loss");
-  }
   if (config.flow_control.mode != FlowControlMode::kNone) {
     throw ConfigError(
         std::string("link.flow_control: \"") + to_string(config.flow_control.mode) +

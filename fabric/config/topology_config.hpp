@@ -92,14 +92,28 @@ struct TopologyConfig {
   // `extra_ports` unbound ports after the GPUs' (guest NICs, the host RDMA port): learned, not
   // statically routed, no port security, no faults.
   SwitchConfig switch_config(std::size_t extra_ports = 0) const;
+  // switch_config() for the emulator's switch: link-level retry runs on the wall clock
+  // (wall_clock_link_retry) and trains its links, because its far ends are processes that start
+  // and restart on their own (LinkRetry::start_training). `training_seed` draws the nonces.
+  SwitchConfig emulated_switch_config(std::size_t extra_ports, std::uint64_t training_seed) const;
   // Changes the GPU count after parsing (the --gpus flag) and re-validates.
   void resize(std::size_t gpus);
 };
 
 // The emulator's processes (switch, nodes, QEMU devices) call this before they start: throws
-// ConfigError naming the field of anything only `ethx sim` models so far ([link] retry =
-// "llr" and [link] flow_control: the nodes' end of a hop runs neither yet; docs/link-layer.md).
+// ConfigError naming the field of anything only `ethx sim` models so far ([link]
+// flow_control: the nodes' end of a hop does not run it yet; docs/link-layer.md).
 void require_emulated(const TopologyConfig& config);
+
+// Link-level retry's timers where they run on the wall clock (the emulator) rather than in
+// modelled time: a hop there is a ring or a veth between processes, whose round trip is tens of
+// microseconds and whose ends a busy host deschedules for milliseconds, so the modelled
+// defaults (a 10 us replay timer, a 500 ns ACK delay) would replay nearly every frame. Raises
+// replay_timeout_ns to at least kWallClockReplayTimeoutNs and ack_delay_ns to at least
+// kWallClockAckDelayNs (docs/link-layer.md "In the emulator").
+inline constexpr TimeNs kWallClockReplayTimeoutNs = 1'000'000;
+inline constexpr TimeNs kWallClockAckDelayNs = 20'000;
+LinkRetryConfig wall_clock_link_retry(const LinkRetryConfig& modelled);
 
 // "off" -> false, "go-back-n" -> true, anything else -> nullopt.
 std::optional<bool> parse_reliability_mode(std::string_view mode);

@@ -1,8 +1,10 @@
 #include "fabric/node/node_port_factory.hpp"
 
+#include <random>
 #include <stdexcept>
 
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/node/llr_node_port.hpp"
 #include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/net/frame_socket.hpp"
 #include "fabric/transport/net/netns_topology.hpp"
@@ -46,11 +48,8 @@ std::unique_ptr<NodePort> open_socket_port(const TopologyConfig& topology, GpuId
                         receive_frames_for_fabric(topology.gpu_count)));
 }
 
-}  // namespace
-
-std::unique_ptr<NodePort> open_node_port(const TopologyConfig& topology, GpuId gpu,
-                                         const NodePortOptions& options) {
-  require_emulated(topology);
+std::unique_ptr<NodePort> open_transport_port(const TopologyConfig& topology, GpuId gpu,
+                                              const NodePortOptions& options) {
   if (!valid_transport(options.transport)) {
     throw std::invalid_argument("transport " + options.transport + ": use shm, afxdp or afpacket");
   }
@@ -61,6 +60,18 @@ std::unique_ptr<NodePort> open_node_port(const TopologyConfig& topology, GpuId g
                              "' (its switch region is missing; start one with `ethx up`)");
   }
   return ShmNodePort::attach(region, gpu);
+}
+
+}  // namespace
+
+std::unique_ptr<NodePort> open_node_port(const TopologyConfig& topology, GpuId gpu,
+                                         const NodePortOptions& options) {
+  require_emulated(topology);
+  std::unique_ptr<NodePort> port = open_transport_port(topology, gpu, options);
+  if (!topology.link_retry) return port;
+  return std::make_unique<LlrNodePort>(std::move(port),
+                                       wall_clock_link_retry(topology.link_retry_config),
+                                       topology.gpus.at(gpu).mac, std::random_device{}());
 }
 
 }  // namespace ethx

@@ -110,6 +110,35 @@ struct LinkStats {
   }
 };
 
+// Link-level retry at the node's end of its hop (fabric/node/llr_node_port.hpp), when [link]
+// retry = "llr": what the GPU replayed towards its switch port and what it dropped on the way in.
+struct HopRetryStats {
+  std::uint64_t frames_sent = 0;
+  std::uint64_t frames_replayed = 0;
+  std::uint64_t replays_nak = 0;
+  std::uint64_t replays_timeout = 0;
+  std::uint64_t acks_sent = 0;
+  std::uint64_t naks_sent = 0;
+  std::uint64_t drops_bad_fcs = 0;
+  std::uint64_t drops_out_of_sequence = 0;
+  std::uint64_t drops_duplicate = 0;
+  std::uint64_t trainings = 0;  // started here or answered: each one restarted the hop
+
+  bool operator==(const HopRetryStats&) const = default;
+  static void fields(auto& self, auto& f) {
+    f.required("frames_sent", self.frames_sent);
+    f.required("frames_replayed", self.frames_replayed);
+    f.required("replays_nak", self.replays_nak);
+    f.required("replays_timeout", self.replays_timeout);
+    f.required("acks_sent", self.acks_sent);
+    f.required("naks_sent", self.naks_sent);
+    f.required("drops_bad_fcs", self.drops_bad_fcs);
+    f.required("drops_out_of_sequence", self.drops_out_of_sequence);
+    f.required("drops_duplicate", self.drops_duplicate);
+    f.required("trainings", self.trainings);
+  }
+};
+
 // A node's load/store engine and runtime counters (`ethx bench --json` prints them as "nodes").
 struct NodeStats {
   std::uint64_t frames_rx = 0;
@@ -131,6 +160,7 @@ struct NodeStats {
   std::uint64_t posted_writes_dropped = 0;
   std::vector<GpuId> down_peers;  // the GPUs this node has marked down now
   LinkStats links;
+  HopRetryStats hop_retry;  // all zero without link-level retry
 
   bool operator==(const NodeStats&) const = default;
   static void fields(auto& self, auto& f) {
@@ -152,6 +182,7 @@ struct NodeStats {
     f.optional("posted_writes_dropped", self.posted_writes_dropped);
     f.optional("down_peers", self.down_peers);
     f.required("links", self.links);
+    f.optional("hop_retry", self.hop_retry);
   }
 };
 

@@ -34,10 +34,15 @@ NodeRuntime::NodeRuntime(const TopologyConfig& topology, GpuId self,
       endpoint_(engine_config_of_this_start(topology, self), local_memory),
       port_(port),
       roce_(topology, self, local_memory) {
-  if (topology.frame_bytes_max > port.max_frame_bytes()) {
-    throw ConfigError("fabric.frame_bytes_max: " + std::to_string(topology.frame_bytes_max) +
-                      " does not fit the " + port.transport() + " transport's frame buffer of " +
-                      std::to_string(port.max_frame_bytes()) + " bytes");
+  // With link-level retry both sides are 12 bytes smaller: the engine leaves room for the
+  // trailer (engine_config) and the port keeps it for it (LlrNodePort).
+  const std::size_t engine_frame_bytes_max = topology.engine_config(self).frame_bytes_max;
+  if (engine_frame_bytes_max > port.max_frame_bytes()) {
+    throw ConfigError(
+        "fabric.frame_bytes_max: " + std::to_string(topology.frame_bytes_max) +
+        " does not fit the " + port.transport() + " transport's frame buffer of " +
+        std::to_string(port.max_frame_bytes() + topology.frame_bytes_max - engine_frame_bytes_max) +
+        " bytes");
   }
 }
 

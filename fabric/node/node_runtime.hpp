@@ -57,7 +57,12 @@ class NodeRuntime final : private FrameSink {
   Effects& effects() { return effects_; }
   // When the engine's timers (write combining, retransmission, request timeouts) next need a
   // pump(), as of the last one.
-  std::optional<TimeNs> next_wake_ns() const { return effects_.wake_at; }
+  // The engine's next timer, or the port's (link-level retry) if that comes first.
+  std::optional<TimeNs> next_wake_ns() const {
+    const std::optional<TimeNs> port_timer = port_.next_timer_ns();
+    if (!port_timer) return effects_.wake_at;
+    return effects_.wake_at ? std::min(*effects_.wake_at, *port_timer) : *port_timer;
+  }
 
   // One round: receive what arrived, serve it, run timers, transmit. If there was nothing to
   // do, waits (adaptively) up to `idle_wait_ns` or until `also_ready()`.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <string_view>
 
 namespace ethx::sim {
 
@@ -90,18 +91,13 @@ nlohmann::ordered_json liveness_json(const LivenessReport& l) {
 }
 
 nlohmann::ordered_json link_retry_json(const LinkRetryCounters& c) {
-  return {{"frames_sent", c.frames_sent},
-          {"frames_replayed", c.frames_replayed},
-          {"replays_nak", c.replays_nak},
-          {"replays_timeout", c.replays_timeout},
-          {"acks_sent", c.acks_sent},
-          {"naks_sent", c.naks_sent},
-          {"drops_bad_fcs", c.drops_bad_fcs},
-          {"drops_out_of_sequence", c.drops_out_of_sequence},
-          {"drops_duplicate", c.drops_duplicate},
-          {"drops_malformed", c.drops_malformed},
-          {"frames_lost_on_reset", c.frames_lost_on_reset},
-          {"gave_up", c.gave_up}};
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  c.for_each([&out](const char* name, std::uint64_t value) {
+    // Training is the emulator's; the simulator's hops never train.
+    if (std::string_view(name).starts_with("trainings_")) return;
+    out[name] = value;
+  });
+  return out;
 }
 
 nlohmann::ordered_json flow_control_json(const std::string& mode, const FlowControlCounters& c) {

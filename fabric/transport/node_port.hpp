@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 
 namespace ethx {
@@ -47,6 +48,10 @@ class NodePort {
   // leaves the port to another one for a while and must not be woken (nor make the sender pay a
   // wake-up) by every frame meanwhile. interrupt() ends it early.
   virtual void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) = 0;
+  // When the port itself next needs a call (receive, has_input) to run a timer of its own
+  // (monotonic ns; the link layer's ACK delay or replay timer), for a caller that plans its
+  // sleeps. std::nullopt: never (a plain transport port has no timers).
+  virtual std::optional<std::uint64_t> next_timer_ns() const { return std::nullopt; }
 };
 
 }  // namespace ethx

@@ -3,6 +3,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "fabric/node/llr_node_port.hpp"
 #include "fabric/node/node_protocol.hpp"
 #include "fabric/workloads/roce_node_commands.hpp"
 #include "fabric/workloads/run_summary.hpp"
@@ -32,6 +33,24 @@ protocol::LinkStats link_stats(const LinkCounters& links) {
   return stats;
 }
 
+protocol::HopRetryStats hop_retry_stats(const NodePort& port) {
+  protocol::HopRetryStats stats;
+  const auto* llr = dynamic_cast<const LlrNodePort*>(&port);
+  if (llr == nullptr) return stats;
+  const LinkRetryCounters& c = llr->counters();
+  stats.frames_sent = c.frames_sent;
+  stats.frames_replayed = c.frames_replayed;
+  stats.replays_nak = c.replays_nak;
+  stats.replays_timeout = c.replays_timeout;
+  stats.acks_sent = c.acks_sent;
+  stats.naks_sent = c.naks_sent;
+  stats.drops_bad_fcs = c.drops_bad_fcs;
+  stats.drops_out_of_sequence = c.drops_out_of_sequence;
+  stats.drops_duplicate = c.drops_duplicate;
+  stats.trainings = c.trainings_started + c.trainings_answered;
+  return stats;
+}
+
 protocol::NodeStats node_stats(NodeRuntime& node) {
   const EndpointCounters& endpoint = node.endpoint().counters();
   const RequesterCounters& requester = node.endpoint().requester().counters();
@@ -55,6 +74,7 @@ protocol::NodeStats node_stats(NodeRuntime& node) {
   stats.posted_writes_dropped = requester.posted_writes_dropped;
   stats.down_peers = node.endpoint().requester().down_peers();
   stats.links = link_stats(node.endpoint().links().counters());
+  stats.hop_retry = hop_retry_stats(node.port());
   return stats;
 }
 

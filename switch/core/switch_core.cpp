@@ -40,7 +40,9 @@ void count_malformed(PortCounters& counters, wire::DecodeError error) {
 }  // namespace
 
 SwitchCore::SwitchCore(SwitchConfig config)
-    : config_(std::move(config)), fault_rng_(config_.fault_seed) {
+    : config_(std::move(config)),
+      fault_rng_(config_.fault_seed),
+      training_rng_(static_cast<std::mt19937::result_type>(config_.link_training_seed)) {
   if (config_.ports.empty()) throw std::invalid_argument("switch needs at least one port");
   ports_.resize(config_.ports.size());
   for (std::size_t i = 0; i < ports_.size(); ++i) {
@@ -458,6 +460,9 @@ void SwitchCore::set_port_up(PortId port, bool up) {
   if (up) {
     // A hop that comes back starts with full credit and no pause at both ends.
     if (target.flow) reset_flow(port);
+    // The far end did not see the link go (a process behind a ring or a veth): train again.
+    if (target.llr && config_.link_training)
+      target.llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
     return;
   }
   drop_queued(target);

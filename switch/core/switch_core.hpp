@@ -90,6 +90,12 @@ struct SwitchConfig {
   std::vector<std::pair<PortId, PortFaults>> faults;     // ingress port -> faults
   std::vector<std::pair<PortId, PortFaults>> tx_faults;  // egress port -> faults on what it sends
   LinkRetryConfig link_retry;  // for the ports with SwitchPortConfig::link_retry
+  // Link training on every LLR port (LinkRetry::start_training) at start and whenever a port
+  // comes back up: where the far ends are processes that start and restart on their own (the
+  // emulator). Nonces are drawn from `link_training_seed`. The simulator leaves it off: its
+  // hops start together and a link flap resets both ends.
+  bool link_training = false;
+  std::uint64_t link_training_seed = 1;
   // Flow control per traffic class on every port (docs/link-layer.md), or none. With it, a
   // port's egress queue is one per class, served by deficit round robin, and frames are never
   // tail-dropped: the far ends hold them instead (credits or pause), so the buffer is bounded
@@ -359,7 +365,8 @@ class SwitchCore {
   bool buffer_taken_ = false;
   TimeNs now_ns_ = 0;  // the latest `now` handed in
   std::mt19937_64 fault_rng_;
-  wire::Frame corrupted_;  // scratch for a frame with an injected bit flip
+  std::mt19937 training_rng_;  // link training nonces (a stream of its own: faults stay as seeded)
+  wire::Frame corrupted_;      // scratch for a frame with an injected bit flip
 };
 
 }  // namespace ethx

@@ -21,6 +21,9 @@ MacAddr port_mac(PortId port) {
 
 void SwitchCore::add_link_retry(PortId port) {
   ports_[port].llr = std::make_unique<LinkRetry>(config_.link_retry, config_.crc);
+  // Its TRAIN is due at once: the runtime's first release_held sends it.
+  if (config_.link_training)
+    ports_[port].llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
   ports_[port].staging = true;
   llr_ports_.push_back(port);
 }

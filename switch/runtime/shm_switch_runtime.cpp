@@ -1,5 +1,7 @@
 #include "switch/runtime/shm_switch_runtime.hpp"
 
+#include <random>
+
 #include "fabric/platform/clock.hpp"
 
 namespace ethx {
@@ -14,7 +16,7 @@ constexpr TimeNs kPauseWatchdogNs = 20'000'000;
 
 ShmSwitchRuntime::ShmSwitchRuntime(const TopologyConfig& topology, shm::ShmFabricRegion& region)
     : region_(region),
-      core_(topology.switch_config()),
+      core_(topology.emulated_switch_config(0, std::random_device{}())),
       pending_(region.port_count()),
       congested_since_ns_(region.port_count(), 0) {}
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cerrno>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -42,8 +43,9 @@ class CoreSink final : public FrameSink {
 SocketSwitchRuntime::SocketSwitchRuntime(const TopologyConfig& topology,
                                          std::vector<FrameSocket*> ports)
     : ports_(std::move(ports)),
-      core_(topology.switch_config(
-          ports_.size() > topology.gpu_count ? ports_.size() - topology.gpu_count : 0)),
+      core_(topology.emulated_switch_config(
+          ports_.size() > topology.gpu_count ? ports_.size() - topology.gpu_count : 0,
+          std::random_device{}())),
       pending_(ports_.size()) {
   if (ports_.size() != core_.port_count()) {
     throw std::invalid_argument("the switch has " + std::to_string(core_.port_count()) +

@@ -57,6 +57,10 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
                             {"tx_faults", port_faults_json(core.tx_faults(port), true)}};
     for (auto& [key, value] : totals.items())
       value = value.get<std::uint64_t>() + entry[key].get<std::uint64_t>();
+    if (const LinkRetryCounters* llr = core.link_retry_counters(port)) {
+      nlohmann::json& out = entry["link_retry"] = nlohmann::json::object();
+      llr->for_each([&out](const char* name, std::uint64_t value) { out[name] = value; });
+    }
     ports.push_back(entry);
   }
   // When the counters were read (monotonic): `ethx top` divides by the time between two

@@ -67,6 +67,32 @@ TEST(SoakCli, WithoutReliabilityTheSameFaultsAreCaughtAndTheRunFails) {
             0u);
 }
 
+// Link-level retry alone (end-to-end reliability off) repairs loss and corruption on both
+// directions of every GPU's hop: the node's LlrNodePort and the switch port replay.
+TEST(SoakCli, LinkLevelRetryAloneLosesNothingWithFaultsOnBothDirectionsOfEveryHop) {
+  const test::CommandResult result =
+      test::run_command(test::ethx_binary() +
+                        " soak --gpus 4 --ops 100000 --loss 0.01 --corrupt 0.002 --reliability off "
+                        "--link-retry llr --fault-direction both --no-baselines --json --quiet");
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  EXPECT_TRUE(report["passed"].get<bool>());
+  EXPECT_EQ(report["link_retry"], "llr");
+  const nlohmann::json& faulted = run_labelled(report, "faulted");
+  EXPECT_EQ(faulted["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["hung_ops"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["errors"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["switch_faults_dropped"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["switch_faults_corrupted"].get<std::uint64_t>(), 0u);
+  // Both ends replayed (the switch for its tx faults, the GPUs for the rx ones), NAKs went out,
+  // and nothing was left for the end-to-end layer, which is off.
+  EXPECT_GT(faulted["llr_frames_replayed_by_gpus"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["llr_frames_replayed_by_switch"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["llr_naks_sent"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["retransmitted_on_nak"].get<std::uint64_t>(), 0u);
+  EXPECT_GE(faulted["llr_trainings"].get<std::uint64_t>(), 4u) << "each GPU trains its hop";
+}
+
 TEST(SoakCli, BadRatesAndModesNameTheOption) {
   const test::CommandResult rate = test::run_command(test::ethx_binary() + " soak --loss 1.5 2>&1");
   EXPECT_EQ(rate.exit_status, 2);
@@ -75,6 +101,14 @@ TEST(SoakCli, BadRatesAndModesNameTheOption) {
       test::run_command(test::ethx_binary() + " soak --reliability tcp 2>&1");
   EXPECT_EQ(mode.exit_status, 2);
   EXPECT_NE(mode.output.find("--reliability"), std::string::npos) << mode.output;
+  const test::CommandResult llr =
+      test::run_command(test::ethx_binary() + " soak --link-retry crc 2>&1");
+  EXPECT_EQ(llr.exit_status, 2);
+  EXPECT_NE(llr.output.find("--link-retry"), std::string::npos) << llr.output;
+  const test::CommandResult direction =
+      test::run_command(test::ethx_binary() + " soak --fault-direction both --reorder 0.01 2>&1");
+  EXPECT_EQ(direction.exit_status, 2);
+  EXPECT_NE(direction.output.find("--reorder"), std::string::npos) << direction.output;
 }
 
 }  // namespace

@@ -306,6 +306,36 @@ TEST_F(WiresharkDissector, ShowsTheLinkRetryTrailerAndItsControlFramesAndChecksT
   EXPECT_NE(lines[3].find("LLR NAK 2"), std::string::npos) << lines[3];
 }
 
+TEST_F(WiresharkDissector, ShowsLinkTrainingFramesWithTheirNonce) {
+  // A node that starts (LlrNodePort) trains its hop: its TRAIN, the switch port's answer.
+  LinkRetry node({}, wire::Crc::kOn);
+  LinkRetry port({}, wire::Crc::kOn);
+  node.start_training(123456, 0);
+  node.on_time(0);
+  std::vector<wire::Frame> frames(2);
+  ASSERT_TRUE(node.take_control(frames[0], default_mac_for_gpu(1)));
+  std::size_t payload_bytes = 0;
+  ASSERT_EQ(port.receive(frames[0], 0, payload_bytes), LinkRetry::Verdict::kConsumed);
+  ASSERT_TRUE(port.take_control(frames[1], default_mac_for_gpu(2)));
+  {
+    PcapWriter writer(pcap_);
+    TimeNs at_ns = 1;
+    for (const wire::Frame& frame : frames) writer.write(frame, at_ns++);
+  }
+  int status = -1;
+  const std::string out = run("tshark -X lua_script:" + lua_script() + " -r " + pcap_ +
+                                  " -T fields -E separator='|' -e ethx_llr.kind -e ethx_llr.seq"
+                                  " -e ethx_llr.fcs.status -e _ws.col.Info 2>/dev/null",
+                              status);
+  ASSERT_EQ(status, 0);
+  const std::vector<std::string> lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0].substr(0, lines[0].rfind('|')), "4|123456|good");
+  EXPECT_EQ(lines[1].substr(0, lines[1].rfind('|')), "5|123456|good");
+  EXPECT_NE(lines[0].find("LLR TRAIN 123456"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("LLR TRAIN-ACK 123456"), std::string::npos) << lines[1];
+}
+
 TEST_F(WiresharkDissector, PfcFramesAreStandardMacControlFramesTsharkDecodesWithoutThePlugIn) {
   // What a PFC receiver sends (packet-engine/flow_control.hpp): XOFF for the requests class
   // when its buffer reaches xoff, XON once it drains to xon. tshark's own MAC control dissector

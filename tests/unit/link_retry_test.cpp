@@ -237,6 +237,123 @@ TEST(LinkRetry, AFrameWithoutATrailerIsCountedAndDropped) {
   EXPECT_FALSE(receiver.has_output());
 }
 
+// Moves every control frame each way between `x` and `y` until neither owes one.
+void exchange_control(LinkRetry& x, LinkRetry& y, TimeNs now) {
+  wire::Frame frame;
+  std::size_t payload_bytes = 0;
+  for (int round = 0; round < 10; ++round) {
+    bool moved = false;
+    while (x.take_control(frame, kMacA)) {
+      y.receive(frame, now, payload_bytes);
+      moved = true;
+    }
+    while (y.take_control(frame, kMacB)) {
+      x.receive(frame, now, payload_bytes);
+      moved = true;
+    }
+    if (!moved) return;
+  }
+}
+
+TEST(LinkRetry, ATrainingEndSendsNoDataUntilTheFarEndAnswersAndResendsItsTrainWhileItWaits) {
+  LinkRetryConfig config;
+  LinkRetry node(config, wire::Crc::kOn);
+  node.start_training(0xC0FFEE, 1000);
+  EXPECT_TRUE(node.training());
+  EXPECT_FALSE(node.can_send(64));
+  EXPECT_EQ(node.next_deadline_ns(), 1000u);  // the first TRAIN is due at once
+  node.on_time(1000);
+  wire::Frame train;
+  ASSERT_TRUE(node.take_control(train, kMacA));
+  LlrTrailer trailer;
+  std::memcpy(&trailer, train.data() + train.size() - kLlrTrailerBytes, kLlrTrailerBytes);
+  EXPECT_EQ(trailer.kind.value(), static_cast<std::uint8_t>(LlrKind::kTrain));
+  EXPECT_EQ(trailer.seq.value(), 0xC0FFEEu);
+  // Lost: it goes again after the replay timeout, then after twice that.
+  EXPECT_EQ(node.next_deadline_ns(), 1000 + config.replay_timeout_ns);
+  node.on_time(1000 + config.replay_timeout_ns);
+  ASSERT_TRUE(node.take_control(train, kMacA));
+  EXPECT_EQ(node.next_deadline_ns(), 1000 + 3 * config.replay_timeout_ns);
+  LinkRetry port(config, wire::Crc::kOn);
+  std::size_t payload_bytes = 0;
+  EXPECT_EQ(port.receive(train, 50'000, payload_bytes), LinkRetry::Verdict::kConsumed);
+  exchange_control(node, port, 50'000);
+  EXPECT_FALSE(node.training());
+  EXPECT_TRUE(node.can_send(64));
+  EXPECT_EQ(node.next_deadline_ns(), LinkRetry::kNever);
+  EXPECT_EQ(node.counters().trainings_started, 1u);
+  EXPECT_EQ(port.counters().trainings_answered, 1u);
+}
+
+TEST(LinkRetry, ARestartedEndTrainsAndTheFarEndForgetsTheFramesItHeldForTheEarlierStart) {
+  LinkRetryConfig config;
+  config.ack_every_frames = 1;
+  Hop hop(config);  // a: the switch port, b: the node
+  for (std::uint8_t i = 0; i < 3; ++i) hop.send(payload(i), 100);
+  hop.settle(100);
+  // The node sent frames the port took; the port holds two the node never acknowledged.
+  wire::Frame frame = payload(7);
+  hop.b.stamp(frame, 100);
+  std::size_t payload_bytes = 0;
+  ASSERT_EQ(hop.a.receive(frame, 100, payload_bytes), LinkRetry::Verdict::kDeliver);
+  wire::Frame unacked1 = payload(3), unacked2 = payload(4);
+  hop.a.stamp(unacked1, 200);
+  hop.a.stamp(unacked2, 200);
+  // The node process restarts: a fresh end, numbering from 0 again.
+  LinkRetry restarted(config, wire::Crc::kOn);
+  restarted.start_training(42, 300);
+  restarted.on_time(300);
+  exchange_control(restarted, hop.a, 300);
+  EXPECT_FALSE(restarted.training());
+  EXPECT_EQ(hop.a.unacked_bytes(), 0u);
+  EXPECT_EQ(hop.a.counters().frames_lost_on_reset, 2u);
+  // Both number from 0: each takes the other's first frame.
+  wire::Frame from_node = payload(8), from_port = payload(9);
+  restarted.stamp(from_node, 400);
+  hop.a.stamp(from_port, 400);
+  EXPECT_EQ(hop.a.receive(from_node, 400, payload_bytes), LinkRetry::Verdict::kDeliver);
+  EXPECT_EQ(restarted.receive(from_port, 400, payload_bytes), LinkRetry::Verdict::kDeliver);
+  EXPECT_EQ(hop.a.counters().drops_duplicate, 0u);
+}
+
+TEST(LinkRetry, ARepeatedTrainIsAnsweredAgainWithoutASecondReset) {
+  LinkRetryConfig config;
+  LinkRetry node(config, wire::Crc::kOn);
+  LinkRetry port(config, wire::Crc::kOn);
+  node.start_training(7, 0);
+  node.on_time(0);
+  wire::Frame train;
+  ASSERT_TRUE(node.take_control(train, kMacA));
+  std::size_t payload_bytes = 0;
+  port.receive(train, 10, payload_bytes);
+  wire::Frame answer;
+  ASSERT_TRUE(port.take_control(answer, kMacB));  // lost
+  wire::Frame data = payload(1);
+  port.stamp(data, 20);                    // the port sends on: it is trained
+  port.receive(train, 30, payload_bytes);  // the node's resent TRAIN
+  EXPECT_EQ(port.counters().trainings_answered, 1u);
+  EXPECT_EQ(port.unacked_bytes(), data.size());  // not reset: the frame is still held
+  ASSERT_TRUE(port.take_control(answer, kMacB));
+  EXPECT_EQ(node.receive(answer, 40, payload_bytes), LinkRetry::Verdict::kConsumed);
+  EXPECT_FALSE(node.training());
+}
+
+TEST(LinkRetry, TwoEndsTrainingAtOnceBothEndUpTrainedAndNumberFromZero) {
+  LinkRetryConfig config;
+  LinkRetry x(config, wire::Crc::kOn), y(config, wire::Crc::kOn);
+  x.start_training(1, 0);
+  y.start_training(2, 0);
+  x.on_time(0);
+  y.on_time(0);
+  exchange_control(x, y, 0);
+  EXPECT_FALSE(x.training());
+  EXPECT_FALSE(y.training());
+  wire::Frame frame = payload(5);
+  x.stamp(frame, 10);
+  std::size_t payload_bytes = 0;
+  EXPECT_EQ(y.receive(frame, 10, payload_bytes), LinkRetry::Verdict::kDeliver);
+}
+
 TEST(LinkRetry, TheSmallestReplayBufferCoversTheHopsRoundTrip) {
   LinkRetryConfig config;
   config.ack_delay_ns = 500;

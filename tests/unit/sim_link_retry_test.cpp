@@ -154,15 +154,19 @@ TEST(LinkConfig, DirectionPutsFaultsOnEitherSideOfTheHop) {
   EXPECT_FALSE(switch_config.ports[0].link_retry);
 }
 
-TEST(LinkConfig, TheEmulatorRefusesLinkRetryByNameUntilItsNodesRunIt) {
+TEST(LinkConfig, TheEmulatorRunsLinkRetryOnTheWallClockWithTrainingAndSmallerEngineFrames) {
   const TopologyConfig llr = parse_topology("[link]\nretry = \"llr\"\n", "t.toml");
-  try {
-    require_emulated(llr);
-    FAIL() << "the emulator accepted link-level retry";
-  } catch (const ConfigError& error) {
-    EXPECT_NE(std::string(error.what()).find("link.retry"), std::string::npos);
-  }
-  EXPECT_NO_THROW(require_emulated(parse_topology("", "t.toml")));
+  EXPECT_NO_THROW(require_emulated(llr));
+  const SwitchConfig emulated = llr.emulated_switch_config(1, 5);
+  EXPECT_TRUE(emulated.link_training);
+  EXPECT_TRUE(emulated.ports[0].link_retry);
+  EXPECT_FALSE(emulated.ports.back().link_retry);  // a guest NIC's port
+  EXPECT_EQ(emulated.link_retry.replay_timeout_ns, kWallClockReplayTimeoutNs);
+  EXPECT_EQ(emulated.link_retry.ack_delay_ns, kWallClockAckDelayNs);
+  EXPECT_FALSE(llr.switch_config().link_training);  // the simulator's hops never train
+  // A frame on the wire, trailer included, stays within fabric.frame_bytes_max.
+  EXPECT_EQ(llr.engine_config(0).frame_bytes_max, llr.frame_bytes_max - kLlrTrailerBytes);
+  EXPECT_EQ(parse_topology("", "t.toml").engine_config(0).frame_bytes_max, llr.frame_bytes_max);
 }
 
 }  // namespace

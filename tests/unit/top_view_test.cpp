@@ -67,6 +67,26 @@ TEST(TopView, ARestartedSwitchCountsFromZeroAndThePageShowsEveryPort) {
 namespace ethx {
 namespace {
 
+TEST(TopView, LinkLevelRetryShowsReplaysAndNaksOnlyOnPortsThatRunIt) {
+  nlohmann::json before = reading(10, 0, 0);
+  nlohmann::json after = reading(20, 0, 0);
+  before["ports"][0]["link_retry"] = {{"frames_replayed", 5}, {"naks_sent", 1}};
+  after["ports"][0]["link_retry"] = {{"frames_replayed", 12}, {"naks_sent", 3}};
+  const auto rows = port_rates(before, after, 1.0);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].link_retry);
+  EXPECT_EQ(rows[0].frames_replayed, 7u);
+  EXPECT_EQ(rows[0].naks_sent, 2u);
+  EXPECT_FALSE(rows[1].link_retry);
+  const std::string page = format_top("f1", rows, 1.0);
+  EXPECT_NE(page.find("replay"), std::string::npos) << page;
+  EXPECT_NE(page.find("        7        2\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("        -        -\n"), std::string::npos) << page;
+  const nlohmann::json doc = top_json(rows, 1.0);
+  EXPECT_EQ(doc["ports"][0]["link_retry"]["frames_replayed"], 7);
+  EXPECT_FALSE(doc["ports"][1].contains("link_retry"));
+}
+
 TEST(TopView, TheIntervalIsTheSwitchsOwnBetweenItsReadings) {
   const nlohmann::json first = {{"published_ns", 1'000'000'000}};
   const nlohmann::json second = {{"published_ns", 1'750'000'000}};

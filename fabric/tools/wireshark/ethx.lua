@@ -22,7 +22,7 @@ local kCrcBytes = 4
 local kVersion = 2
 local kLlrTrailerBytes = 12  -- packet-engine/link_retry.hpp LlrTrailer (docs/link-layer.md)
 local kLlrMagic = 0x4C52
-local llr_kinds = { [1] = "data", [2] = "ack", [3] = "nak" }
+local llr_kinds = { [1] = "data", [2] = "ack", [3] = "nak", [4] = "train", [5] = "train-ack" }
 local kCreditMagic = 0x4346  -- packet-engine/flow_control.hpp CreditUpdateFrame
 local kCreditBytes = 10      -- magic and two running totals, then padding
 
@@ -69,7 +69,8 @@ f.crc = ProtoField.uint32("ethx.crc", "CRC-32C", base.HEX)
 f.crc_status = ProtoField.string("ethx.crc.status", "CRC status")
 
 local fl = llr.fields
-fl.seq = ProtoField.uint32("ethx_llr.seq", "Link sequence (data) / next expected (ACK, NAK)")
+fl.seq = ProtoField.uint32("ethx_llr.seq",
+  "Link sequence (data) / next expected (ACK, NAK) / nonce (TRAIN, TRAIN-ACK)")
 fl.kind = ProtoField.uint8("ethx_llr.kind", "Kind", base.DEC, llr_kinds)
 fl.epoch = ProtoField.uint8("ethx_llr.epoch", "Epoch")
 fl.magic = ProtoField.uint16("ethx_llr.magic", "Magic", base.HEX)
@@ -214,12 +215,13 @@ local function has_llr_trailer(tvb)
   local len = tvb:len()
   if len < kLlrTrailerBytes or tvb(len - 6, 2):uint() ~= kLlrMagic then return false end
   if llr_kinds[tvb(len - 8, 1):uint()] == nil then return false end
-  if len == kLlrTrailerBytes then return true end  -- an ACK or NAK control frame
+  if len == kLlrTrailerBytes then return true end  -- an ACK, NAK or training control frame
   return len >= kFrameHeaderBytes + kCrcBytes + kLlrTrailerBytes and
          kFrameHeaderBytes + tvb(8, 2):uint() + kCrcBytes + kLlrTrailerBytes == len
 end
 
--- The trailer's tree; returns "LLR seq 5" / "LLR ACK 5" / "LLR NAK 5" for the Info column.
+-- The trailer's tree; returns "LLR seq 5" / "LLR ACK 5" / "LLR NAK 5" / "LLR TRAIN 123" /
+-- "LLR TRAIN-ACK 123" for the Info column.
 local function add_llr_trailer(tree, tvb)
   local at = tvb:len() - kLlrTrailerBytes
   local root = tree:add(llr, tvb(at, kLlrTrailerBytes))
@@ -239,8 +241,8 @@ local function add_llr_trailer(tree, tvb)
     item:add_proto_expert_info(e_bad_crc, "link FCS does not match: computed 0x" .. bit.tohex(computed))
   end
   local kind = tvb(at + 4, 1):uint()
-  local word = kind == 1 and "seq " or (kind == 2 and "ACK " or "NAK ")
-  return "LLR " .. word .. tvb(at, 4):uint()
+  local words = { [1] = "seq ", [2] = "ACK ", [3] = "NAK ", [4] = "TRAIN ", [5] = "TRAIN-ACK " }
+  return "LLR " .. words[kind] .. tvb(at, 4):uint()
 end
 
 local function dissect_fabric(tvb, pinfo, tree)

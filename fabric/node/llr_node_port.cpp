@@ -1,0 +1,107 @@
+#include "fabric/node/llr_node_port.hpp"
+
+#include <algorithm>
+
+#include "fabric/platform/clock.hpp"
+
+namespace ethx {
+
+// Strips the trailer off what the link layer delivers and counts it; the link layer consumes
+// ACKs, NAKs and training frames and drops what fails its checks.
+class LlrNodePort::Unwrapping final : public FrameSink {
+ public:
+  Unwrapping(LinkRetry& llr, FrameSink& sink, TimeNs now) : llr_(llr), sink_(sink), now_(now) {}
+  void on_frame(std::span<const std::byte> frame) override {
+    std::size_t payload_bytes = 0;
+    if (llr_.receive(frame, now_, payload_bytes) != LinkRetry::Verdict::kDeliver) return;
+    sink_.on_frame(frame.first(payload_bytes));
+    ++delivered_;
+  }
+  std::size_t delivered() const { return delivered_; }
+
+ private:
+  LinkRetry& llr_;
+  FrameSink& sink_;
+  TimeNs now_;
+  std::size_t delivered_ = 0;
+};
+
+LlrNodePort::LlrNodePort(std::unique_ptr<NodePort> inner, const LinkRetryConfig& config,
+                         const MacAddr& mac, std::uint32_t training_nonce)
+    : inner_(std::move(inner)), llr_(config, wire::Crc::kOn), mac_(mac) {
+  // The switch port may still number its frames for an earlier start of this GPU.
+  llr_.start_training(training_nonce, monotonic_now_ns());
+}
+
+bool LlrNodePort::push_or_hold(wire::Frame& frame) {
+  if (inner_->try_send(frame)) return true;
+  held_.swap(frame);
+  holding_ = true;
+  return false;
+}
+
+bool LlrNodePort::push_link_output(TimeNs now) {
+  if (llr_.next_deadline_ns() <= now) llr_.on_time(now);
+  bool pushed = false;
+  bool room = true;
+  if (holding_) {
+    room = inner_->try_send(held_);
+    holding_ = !room;
+    pushed = room;
+  }
+  while (room && llr_.has_output()) {
+    if (!llr_.take_control(scratch_, mac_) && !llr_.take_replay(scratch_, now)) break;
+    room = push_or_hold(scratch_);
+    pushed = pushed || room;
+  }
+  if (pushed) inner_->kick();
+  return room;
+}
+
+bool LlrNodePort::try_send(std::span<const std::byte> frame) {
+  const TimeNs now = monotonic_now_ns();
+  // ACKs, NAKs and replays go before new frames, as in the switch's ports.
+  if (!push_link_output(now)) return false;
+  if (!llr_.can_send(frame.size()) || !inner_->can_send()) return false;
+  scratch_.assign(frame.begin(), frame.end());
+  llr_.stamp(scratch_, now);
+  push_or_hold(scratch_);  // stamped: the link layer owns it now, sent or held
+  return true;
+}
+
+bool LlrNodePort::can_send() const {
+  return !holding_ && !llr_.has_output() && inner_->can_send() && llr_.can_send(max_frame_bytes());
+}
+
+std::size_t LlrNodePort::receive(std::size_t max, FrameSink& sink) {
+  const TimeNs now = monotonic_now_ns();
+  Unwrapping unwrapping(llr_, sink, now);
+  inner_->receive(max, unwrapping);
+  push_link_output(now);  // what the arrivals made due: an ACK, a replay after a NAK
+  return unwrapping.delivered();
+}
+
+void LlrNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) {
+  const TimeNs now = monotonic_now_ns();
+  const TimeNs deadline = llr_.next_deadline_ns();
+  if (deadline != LinkRetry::kNever) {
+    const auto until_deadline = static_cast<std::int64_t>(deadline > now ? deadline - now : 0);
+    timeout_ns = timeout_ns < 0 ? until_deadline : std::min(timeout_ns, until_deadline);
+  }
+  if (timeout_ns == 0) return;
+  inner_->wait(timeout_ns, also_ready);
+}
+
+bool LlrNodePort::has_input() {
+  if (inner_->has_input()) return true;
+  const bool output_owed = holding_ || llr_.has_output();
+  return (output_owed && inner_->can_send()) || llr_.next_deadline_ns() <= monotonic_now_ns();
+}
+
+std::optional<std::uint64_t> LlrNodePort::next_timer_ns() const {
+  const TimeNs deadline = llr_.next_deadline_ns();
+  if (deadline == LinkRetry::kNever) return std::nullopt;
+  return deadline;
+}
+
+}  // namespace ethx

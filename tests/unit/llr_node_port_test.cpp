@@ -1,0 +1,185 @@
+// LlrNodePort (fabric/node/llr_node_port.hpp): a node's end of an LLR hop over a transport port
+// played by hand; the test is the switch port's end (a LinkRetry of its own).
+#include "fabric/node/llr_node_port.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <vector>
+
+namespace ethx {
+namespace {
+
+const MacAddr kGpuMac = default_mac_for_gpu(0);
+const MacAddr kPortMac{{0x02, 0xe7, 0x68, 0xff, 0x00, 0x00}};
+
+// A transport port whose wire is two queues the test reads and fills.
+class QueuePort final : public NodePort {
+ public:
+  std::deque<wire::Frame> sent;   // node -> switch
+  std::deque<wire::Frame> inbox;  // switch -> node
+  std::size_t room = 1000;        // frames try_send still takes
+  std::size_t kicks = 0;
+
+  const char* transport() const override { return "queue"; }
+  std::size_t max_frame_bytes() const override { return 2048; }
+  bool try_send(std::span<const std::byte> frame) override {
+    if (room == 0) return false;
+    --room;
+    sent.emplace_back(frame.begin(), frame.end());
+    return true;
+  }
+  bool can_send() const override { return room > 0; }
+  void kick() override { ++kicks; }
+  std::size_t receive(std::size_t max, FrameSink& sink) override {
+    std::size_t n = 0;
+    for (; n < max && !inbox.empty(); ++n) {
+      const wire::Frame frame = std::move(inbox.front());
+      inbox.pop_front();
+      sink.on_frame(frame);
+    }
+    return n;
+  }
+  void wait(std::int64_t, const std::function<bool()>&) override {}
+  void interrupt() override {}
+  bool has_input() override { return !inbox.empty(); }
+  void wait_unowned(std::int64_t, const std::function<bool()>&) override {}
+  void nap(std::int64_t, const std::function<bool()>&) override {}
+};
+
+class Collect final : public FrameSink {
+ public:
+  std::vector<wire::Frame> frames;
+  void on_frame(std::span<const std::byte> frame) override {
+    frames.emplace_back(frame.begin(), frame.end());
+  }
+};
+
+struct NodeAndSwitchPort : ::testing::Test {
+  LinkRetryConfig config;
+  QueuePort* wire = nullptr;
+  std::unique_ptr<LlrNodePort> node;
+  LinkRetry port{config, wire::Crc::kOn};
+  Collect at_switch, at_node;
+
+  void start() {
+    auto inner = std::make_unique<QueuePort>();
+    wire = inner.get();
+    node = std::make_unique<LlrNodePort>(std::move(inner), config, kGpuMac, 99);
+    port = LinkRetry(config, wire::Crc::kOn);
+  }
+  // start(), then the node's TRAIN and the port's answer.
+  void start_trained() {
+    start();
+    node->receive(8, at_node);  // its TRAIN is due at once
+    switch_round();
+    node->receive(8, at_node);
+    ASSERT_FALSE(node->training());
+  }
+  // The switch port takes everything the node put on the wire and answers what it owes.
+  void switch_round(TimeNs now = 1) {
+    while (!wire->sent.empty()) {
+      const wire::Frame frame = std::move(wire->sent.front());
+      wire->sent.pop_front();
+      std::size_t payload_bytes = 0;
+      if (port.receive(frame, now, payload_bytes) == LinkRetry::Verdict::kDeliver) {
+        at_switch.on_frame(std::span(frame).first(payload_bytes));
+      }
+    }
+    wire::Frame out;
+    while (port.take_control(out, kPortMac)) wire->inbox.push_back(out);
+    while (port.take_replay(out, now)) wire->inbox.push_back(out);
+  }
+  void switch_sends(std::uint8_t marker, TimeNs now = 1) {
+    wire::Frame frame(64, std::byte{marker});
+    port.stamp(frame, now);
+    wire->inbox.push_back(frame);
+  }
+};
+
+TEST_F(NodeAndSwitchPort, TheNodeTrainsFirstThenItsFramesCarryATrailerTheSwitchStrips) {
+  start();
+  EXPECT_EQ(node->max_frame_bytes(), 2048 - kLlrTrailerBytes);
+  const wire::Frame frame(100, std::byte{0x5A});
+  EXPECT_TRUE(node->has_input());  // its TRAIN is due
+  EXPECT_FALSE(node->try_send(frame)) << "sent data before the switch port answered";
+  ASSERT_EQ(wire->sent.size(), 1u);  // the TRAIN went out instead
+  switch_round();
+  EXPECT_EQ(node->receive(8, at_node), 0u);  // the TRAIN_ACK: consumed
+  EXPECT_FALSE(node->training());
+  ASSERT_TRUE(node->try_send(frame));
+  ASSERT_EQ(wire->sent.size(), 1u);
+  EXPECT_EQ(wire->sent.front().size(), 100 + kLlrTrailerBytes);
+  switch_round();
+  ASSERT_EQ(at_switch.frames.size(), 1u);
+  EXPECT_EQ(at_switch.frames[0], frame);
+}
+
+TEST_F(NodeAndSwitchPort, AFrameTheSwitchLostIsReplayedAfterItsNak) {
+  start_trained();
+  ASSERT_TRUE(node->try_send(wire::Frame(64, std::byte{0})));
+  switch_round();
+  for (std::uint8_t i = 1; i <= 3; ++i) ASSERT_TRUE(node->try_send(wire::Frame(64, std::byte{i})));
+  wire->sent.erase(wire->sent.begin());  // frame 1 lost on the way
+  switch_round();                        // 2 and 3 arrive out of sequence: one NAK
+  EXPECT_EQ(port.counters().naks_sent, 1u);
+  node->receive(8, at_node);  // the NAK: frames 1..3 are replayed at once
+  switch_round();
+  ASSERT_EQ(at_switch.frames.size(), 4u);
+  for (std::uint8_t i = 0; i <= 3; ++i) EXPECT_EQ(at_switch.frames[i][0], std::byte{i});
+  EXPECT_EQ(node->counters().frames_replayed, 3u);
+  EXPECT_EQ(node->counters().replays_nak, 1u);
+}
+
+TEST_F(NodeAndSwitchPort, FramesFromTheSwitchArriveWithoutTrailerAndADamagedOneIsAskedForAgain) {
+  start_trained();
+  switch_sends(1);
+  switch_sends(2);
+  wire->inbox.back()[10] ^= std::byte{0x01};  // a bit flipped on the wire: the FCS fails
+  EXPECT_EQ(node->receive(8, at_node), 1u);
+  ASSERT_EQ(at_node.frames.size(), 1u);
+  EXPECT_EQ(at_node.frames[0].size(), 64u);
+  EXPECT_EQ(node->counters().drops_bad_fcs, 1u);
+  ASSERT_FALSE(wire->sent.empty());  // the NAK went out with the receive
+  switch_round();                    // the port replays frame 2
+  EXPECT_EQ(node->receive(8, at_node), 1u);
+  ASSERT_EQ(at_node.frames.size(), 2u);
+  EXPECT_EQ(at_node.frames[1][0], std::byte{2});
+}
+
+TEST_F(NodeAndSwitchPort, ALostLastFrameIsReplayedWhenItsTimerComesDue) {
+  config.replay_timeout_ns = 1;  // due at the next look
+  start_trained();
+  ASSERT_TRUE(node->try_send(wire::Frame(64, std::byte{7})));
+  wire->sent.clear();  // lost, and nothing follows it
+  ASSERT_TRUE(node->next_timer_ns().has_value());
+  EXPECT_TRUE(node->has_input());  // the timer is due: a round must run
+  node->receive(8, at_node);
+  switch_round();
+  ASSERT_EQ(at_switch.frames.size(), 1u);
+  EXPECT_EQ(node->counters().replays_timeout, 1u);
+}
+
+TEST_F(NodeAndSwitchPort, AFullTransportHoldsTheLinkLayersFrameAndSendsItFirst) {
+  start_trained();
+  switch_sends(1);
+  wire->inbox.clear();  // frame 1 lost
+  switch_sends(2);      // a gap: the node owes a NAK
+  wire->room = 0;
+  EXPECT_EQ(node->receive(8, at_node), 0u);
+  EXPECT_TRUE(wire->sent.empty());
+  EXPECT_FALSE(node->can_send());
+  EXPECT_FALSE(node->try_send(wire::Frame(64, std::byte{3})));
+  wire->room = 10;
+  ASSERT_TRUE(node->try_send(wire::Frame(64, std::byte{3})));
+  ASSERT_EQ(wire->sent.size(), 2u);
+  EXPECT_EQ(wire->sent.front().size(), kLlrControlFrameBytes);  // the NAK it held, first
+  switch_round();
+  ASSERT_EQ(at_switch.frames.size(), 1u);
+  EXPECT_EQ(at_switch.frames[0][0], std::byte{3});
+  EXPECT_EQ(node->receive(8, at_node), 2u);  // the port's replay of 1 and 2
+  EXPECT_EQ(at_node.frames.back()[0], std::byte{2});
+}
+
+}  // namespace
+}  // namespace ethx
