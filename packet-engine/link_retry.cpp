@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "packet-engine/ethernet.hpp"
 
@@ -94,8 +95,11 @@ LinkRetry::LinkRetry(LinkRetryConfig config, wire::Crc crc) : config_(config), c
 bool LinkRetry::can_send(std::size_t frame_bytes) const {
   if (training_) return false;  // the far end may still number for an earlier start of ours
   // One frame always fits, however small the buffer: a hop never stalls for good.
-  return unacked_.empty() ||
-         unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
+  if (unacked_.empty()) return true;
+  if (config_.replay_buffer_frames != 0 && unacked_.size() >= config_.replay_buffer_frames) {
+    return false;
+  }
+  return unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
 }
 
 void LinkRetry::stamp(wire::Frame& frame, TimeNs now) {
@@ -165,6 +169,7 @@ bool LinkRetry::take_replay(wire::Frame& out, TimeNs now) {
   Sent& sent = unacked_[replay_next_++];
   out.assign(sent.bytes.begin(), sent.bytes.end());
   sent.sent_ns = now;
+  sent.replayed = true;
   ++counters_.frames_replayed;
   return true;
 }
@@ -197,7 +202,7 @@ LinkRetry::Verdict LinkRetry::receive(std::span<const std::byte> frame, TimeNs n
       // A control frame from before our last reset speaks of frames that are gone.
       if (trailer.epoch.value() == epoch_) {
         on_ack(trailer.seq.value(),
-               trailer.kind.value() == static_cast<std::uint8_t>(LlrKind::kNak));
+               trailer.kind.value() == static_cast<std::uint8_t>(LlrKind::kNak), now);
       }
       return Verdict::kConsumed;
     case LlrKind::kTrain:
@@ -253,19 +258,46 @@ void LinkRetry::owe_ack_after_frame(TimeNs now) {
   }
 }
 
-void LinkRetry::on_ack(std::uint32_t next_expected, bool nak) {
+void LinkRetry::on_ack(std::uint32_t next_expected, bool nak, TimeNs now) {
   std::size_t acked = 0;
+  std::optional<TimeNs> round_trip_ns;
   while (!unacked_.empty() && seq_diff(next_expected, unacked_.front().seq) > 0) {
-    unacked_bytes_ -= unacked_.front().bytes.size();
+    const Sent& sent = unacked_.front();
+    round_trip_ns =
+        sent.replayed || now < sent.sent_ns ? std::nullopt : std::optional(now - sent.sent_ns);
+    unacked_bytes_ -= sent.bytes.size();
     unacked_.pop_front();
     ++acked;
   }
+  if (round_trip_ns && config_.adaptive_replay_timeout) sample_round_trip(*round_trip_ns);
   replay_next_ = replay_next_ > acked ? replay_next_ - acked : 0;
   if (acked > 0 || nak) backoff_shift_ = timeouts_without_progress_ = 0;  // the far end is there
   if (nak && !unacked_.empty()) {
     replay_next_ = 0;
     ++counters_.replays_nak;
   }
+}
+
+void LinkRetry::sample_round_trip(TimeNs round_trip_ns) {
+  if (smoothed_round_trip_ns_ == 0) {
+    smoothed_round_trip_ns_ = round_trip_ns;
+    round_trip_variation_ns_ = round_trip_ns / 2;
+    return;
+  }
+  const TimeNs error_ns = round_trip_ns > smoothed_round_trip_ns_
+                              ? round_trip_ns - smoothed_round_trip_ns_
+                              : smoothed_round_trip_ns_ - round_trip_ns;
+  // RFC 6298 section 2.3, with its gains of 1/4 and 1/8.
+  round_trip_variation_ns_ = (3 * round_trip_variation_ns_ + error_ns) / 4;
+  smoothed_round_trip_ns_ = (7 * smoothed_round_trip_ns_ + round_trip_ns) / 8;
+}
+
+TimeNs LinkRetry::replay_timeout_ns() const {
+  if (!config_.adaptive_replay_timeout || smoothed_round_trip_ns_ == 0) {
+    return config_.replay_timeout_ns;
+  }
+  return std::max(config_.replay_timeout_ns,
+                  smoothed_round_trip_ns_ + 4 * round_trip_variation_ns_);
 }
 
 TimeNs LinkRetry::replay_deadline_ns() const {
@@ -275,7 +307,7 @@ TimeNs LinkRetry::replay_deadline_ns() const {
       timeouts_without_progress_ >= kMaxTimeoutsWithoutProgress) {
     return kNever;
   }
-  return unacked_.front().sent_ns + (config_.replay_timeout_ns << backoff_shift_);
+  return unacked_.front().sent_ns + (replay_timeout_ns() << backoff_shift_);
 }
 
 TimeNs LinkRetry::next_deadline_ns() const {

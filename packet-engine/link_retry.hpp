@@ -56,6 +56,16 @@ struct LinkRetryConfig {
   // Bytes of frames sent and not yet acknowledged; the sender stops taking new frames when
   // full. It must cover the hop's round trip at the link rate (check_replay_buffer).
   std::size_t replay_buffer_bytes = std::size_t{256} * 1024;
+  // At most this many frames unacknowledged (0: no limit beyond the bytes). Go-back-N replays
+  // everything after a lost frame, so a window of many small frames turns each loss into a
+  // long replay; the emulator, whose wall-clock round trips are long, sets it
+  // (wall_clock_link_retry).
+  std::size_t replay_buffer_frames = 0;
+  // Adapt the replay timer to the measured round trip, as TCP's retransmission timer does
+  // (RFC 6298: smoothed round trip + 4 x its variation, from frames acknowledged without a
+  // replay), never below replay_timeout_ns. For the emulator, whose round trips are wall-clock
+  // and vary with scheduling; the simulator's are exact and keep the fixed timer.
+  bool adaptive_replay_timeout = false;
   // The oldest unacknowledged frame waits this long before everything from it is replayed.
   TimeNs replay_timeout_ns = 10'000;
   // The receiver acknowledges after this many frames in sequence, or this long after the
@@ -169,13 +179,16 @@ class LinkRetry {
   struct Sent {
     std::uint32_t seq;
     TimeNs sent_ns;
-    wire::Frame bytes;  // with its trailer
+    wire::Frame bytes;      // with its trailer
+    bool replayed = false;  // a round trip measured on it would be ambiguous (Karn)
   };
   bool control_due() const { return nak_due_ || ack_due_ || train_due_ || train_ack_due_; }
   bool take_training_control(wire::Frame& out, const MacAddr& src);
   void on_train(std::uint32_t nonce);
   void end_training();
-  void on_ack(std::uint32_t next_expected, bool nak);
+  void on_ack(std::uint32_t next_expected, bool nak, TimeNs now);
+  void sample_round_trip(TimeNs round_trip_ns);
+  TimeNs replay_timeout_ns() const;
   TimeNs replay_deadline_ns() const;
   Verdict receive_data(const LlrTrailer& trailer, TimeNs now);
   void owe_nak();
@@ -189,7 +202,10 @@ class LinkRetry {
   std::deque<Sent> unacked_;  // in sequence order
   std::size_t unacked_bytes_ = 0;
   std::size_t replay_next_ = 0;  // unacked_[replay_next_..] are to be sent again
-  unsigned backoff_shift_ = 0;   // the replay timer is replay_timeout_ns << this
+  unsigned backoff_shift_ = 0;   // the replay timer is replay_timeout_ns() << this
+  // The adaptive timer's estimate (adaptive_replay_timeout); 0 before the first sample.
+  TimeNs smoothed_round_trip_ns_ = 0;
+  TimeNs round_trip_variation_ns_ = 0;
   unsigned timeouts_without_progress_ = 0;
   // Receiver.
   bool synced_ = false;  // an epoch of the far end's has been seen

@@ -104,6 +104,7 @@ json link_retry_totals(const std::vector<protocol::SoakResult>& results, const j
     return sum_of(results, [count](const auto& r) { return r.stats.hop_retry.*count; });
   };
   std::uint64_t switch_sent = 0, switch_replayed = 0, switch_naks = 0, switch_timeouts = 0;
+  std::uint64_t switch_lost = 0, switch_gave_up = 0;
   for (const json& port : ports) {
     if (!port.contains("link_retry")) continue;
     const json& llr = port["link_retry"];
@@ -111,6 +112,8 @@ json link_retry_totals(const std::vector<protocol::SoakResult>& results, const j
     switch_replayed += llr.value("frames_replayed", std::uint64_t{0});
     switch_naks += llr.value("naks_sent", std::uint64_t{0});
     switch_timeouts += llr.value("replays_timeout", std::uint64_t{0});
+    switch_lost += llr.value("frames_lost_on_reset", std::uint64_t{0});
+    switch_gave_up += llr.value("gave_up", std::uint64_t{0});
   }
   const std::uint64_t gpus_sent = gpus(&protocol::HopRetryStats::frames_sent);
   if (gpus_sent + switch_sent == 0) return json::object();
@@ -121,7 +124,11 @@ json link_retry_totals(const std::vector<protocol::SoakResult>& results, const j
       {"llr_frames_replayed_by_switch", switch_replayed},
       {"llr_naks_sent", gpus(&protocol::HopRetryStats::naks_sent) + switch_naks},
       {"llr_replay_timeouts", gpus(&protocol::HopRetryStats::replays_timeout) + switch_timeouts},
-      {"llr_trainings", gpus(&protocol::HopRetryStats::trainings)}};
+      {"llr_trainings", gpus(&protocol::HopRetryStats::trainings)},
+      // Either loses frames for good: a reset with frames unacknowledged, a far end given up on.
+      {"llr_frames_lost_on_reset",
+       gpus(&protocol::HopRetryStats::frames_lost_on_reset) + switch_lost},
+      {"llr_gave_up", gpus(&protocol::HopRetryStats::gave_up) + switch_gave_up}};
 }
 
 json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& results,
@@ -135,6 +142,7 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
       last_end > first_start ? static_cast<double>(last_end - first_start) * 1e-9 : 0.0;
   const std::uint64_t ops = sum_of(results, [](const auto& r) { return r.ops; });
   std::uint64_t faults_dropped = 0, faults_corrupted = 0, wire_bytes = 0, switch_malformed = 0;
+  std::uint64_t switch_queue_full = 0;
   const std::uint64_t frames_tx = sum_of(results, [](const auto& r) { return r.stats.frames_tx; });
   const auto links = [&results](std::uint64_t protocol::LinkStats::*count) {
     return sum_of(results, [count](const auto& r) { return r.stats.links.*count; });
@@ -148,6 +156,7 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
     faults_corrupted += port.value("faults_corrupted", std::uint64_t{0}) +
                         port.value("faults_tx_corrupted", std::uint64_t{0});
     switch_malformed += port.value("drops_malformed", std::uint64_t{0});
+    switch_queue_full += port.value("drops_queue_full", std::uint64_t{0});
     wire_bytes += port.value("rx_bytes", std::uint64_t{0});
   }
   json run{{"label", spec.label},
@@ -178,8 +187,15 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
     run["switch_faults_dropped"] = faults_dropped;
     run["switch_faults_corrupted"] = faults_corrupted;
     run["switch_drops_malformed"] = switch_malformed;
+    // Frames the switch dropped itself (a full egress queue): no link layer repairs these.
+    run["switch_drops_queue_full"] = switch_queue_full;
   }
   run["malformed_at_nodes"] = sum_of(results, [](const auto& r) { return r.stats.malformed; });
+  run["misdelivered_at_nodes"] =
+      sum_of(results, [](const auto& r) { return r.stats.misdelivered; });
+  run["foreign_frames_at_nodes"] =
+      sum_of(results, [](const auto& r) { return r.stats.foreign_frames; });
+  run["stale_responses"] = sum_of(results, [](const auto& r) { return r.stats.stale_responses; });
   run.update(link_retry_totals(results, ports));
   return run;
 }

@@ -423,6 +423,7 @@ LinkRetryConfig wall_clock_link_retry(const LinkRetryConfig& modelled) {
   LinkRetryConfig config = modelled;
   config.replay_timeout_ns = std::max(config.replay_timeout_ns, kWallClockReplayTimeoutNs);
   config.ack_delay_ns = std::max(config.ack_delay_ns, kWallClockAckDelayNs);
+  config.adaptive_replay_timeout = true;
   return config;
 }
 

@@ -110,7 +110,8 @@ void require_emulated(const TopologyConfig& config);
 // microseconds and whose ends a busy host deschedules for milliseconds, so the modelled
 // defaults (a 10 us replay timer, a 500 ns ACK delay) would replay nearly every frame. Raises
 // replay_timeout_ns to at least kWallClockReplayTimeoutNs and ack_delay_ns to at least
-// kWallClockAckDelayNs (docs/link-layer.md "In the emulator").
+// kWallClockAckDelayNs, and adapts the replay timer to the measured round trip
+// (LinkRetryConfig::adaptive_replay_timeout; docs/link-layer.md "In the emulator").
 inline constexpr TimeNs kWallClockReplayTimeoutNs = 1'000'000;
 inline constexpr TimeNs kWallClockAckDelayNs = 20'000;
 LinkRetryConfig wall_clock_link_retry(const LinkRetryConfig& modelled);

@@ -83,23 +83,29 @@ std::size_t LlrNodePort::receive(std::size_t max, FrameSink& sink) {
 
 void LlrNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) {
   const TimeNs now = monotonic_now_ns();
-  const TimeNs deadline = llr_.next_deadline_ns();
+  const TimeNs deadline = next_timer_ns().value_or(LinkRetry::kNever);
   if (deadline != LinkRetry::kNever) {
     const auto until_deadline = static_cast<std::int64_t>(deadline > now ? deadline - now : 0);
     timeout_ns = timeout_ns < 0 ? until_deadline : std::min(timeout_ns, until_deadline);
   }
   if (timeout_ns == 0) return;
-  inner_->wait(timeout_ns, also_ready);
+  // Output the transport had no room for (a replay after a NAK, an ACK) is work as soon as it
+  // has: the far end may be waiting for it with nothing to send us meanwhile.
+  inner_->wait(timeout_ns, [&] {
+    return (also_ready && also_ready()) || (output_owed() && inner_->can_send());
+  });
 }
 
 bool LlrNodePort::has_input() {
   if (inner_->has_input()) return true;
-  const bool output_owed = holding_ || llr_.has_output();
-  return (output_owed && inner_->can_send()) || llr_.next_deadline_ns() <= monotonic_now_ns();
+  return (output_owed() && inner_->can_send()) || llr_.next_deadline_ns() <= monotonic_now_ns();
 }
 
 std::optional<std::uint64_t> LlrNodePort::next_timer_ns() const {
-  const TimeNs deadline = llr_.next_deadline_ns();
+  TimeNs deadline = llr_.next_deadline_ns();
+  // Owed output has no timer of its own (a transmit ring's room signals nothing): look again
+  // soon rather than sleep until a frame happens to arrive.
+  if (output_owed()) deadline = std::min(deadline, monotonic_now_ns() + kOwedOutputPollNs);
   if (deadline == LinkRetry::kNever) return std::nullopt;
   return deadline;
 }

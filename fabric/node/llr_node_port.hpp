@@ -56,6 +56,10 @@ class LlrNodePort final : public NodePort {
   bool push_link_output(TimeNs now);
   // Hands `frame` to the transport; keeps it to go first next time if the transport is full.
   bool push_or_hold(wire::Frame& frame);
+  // A frame held for the transport, or control frames and replays not yet handed to it.
+  bool output_owed() const { return holding_ || llr_.has_output(); }
+  // How soon a caller looks again while output is owed and the transport is full.
+  static constexpr TimeNs kOwedOutputPollNs = 50'000;
 
   std::unique_ptr<NodePort> inner_;
   LinkRetry llr_;

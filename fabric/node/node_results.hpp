@@ -122,7 +122,9 @@ struct HopRetryStats {
   std::uint64_t drops_bad_fcs = 0;
   std::uint64_t drops_out_of_sequence = 0;
   std::uint64_t drops_duplicate = 0;
-  std::uint64_t trainings = 0;  // started here or answered: each one restarted the hop
+  std::uint64_t trainings = 0;             // started here or answered: each one restarted the hop
+  std::uint64_t frames_lost_on_reset = 0;  // unacknowledged when a training reset the hop
+  std::uint64_t gave_up = 0;               // the replay timer gave up on the switch port
 
   bool operator==(const HopRetryStats&) const = default;
   static void fields(auto& self, auto& f) {
@@ -136,6 +138,8 @@ struct HopRetryStats {
     f.required("drops_out_of_sequence", self.drops_out_of_sequence);
     f.required("drops_duplicate", self.drops_duplicate);
     f.required("trainings", self.trainings);
+    f.required("frames_lost_on_reset", self.frames_lost_on_reset);
+    f.required("gave_up", self.gave_up);
   }
 };
 

@@ -48,6 +48,8 @@ protocol::HopRetryStats hop_retry_stats(const NodePort& port) {
   stats.drops_out_of_sequence = c.drops_out_of_sequence;
   stats.drops_duplicate = c.drops_duplicate;
   stats.trainings = c.trainings_started + c.trainings_answered;
+  stats.frames_lost_on_reset = c.frames_lost_on_reset;
+  stats.gave_up = c.gave_up;
   return stats;
 }
 

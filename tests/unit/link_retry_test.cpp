@@ -237,6 +237,42 @@ TEST(LinkRetry, AFrameWithoutATrailerIsCountedAndDropped) {
   EXPECT_FALSE(receiver.has_output());
 }
 
+TEST(LinkRetry, TheAdaptiveReplayTimerFollowsTheMeasuredRoundTripButNotReplayedFrames) {
+  LinkRetryConfig config;
+  config.replay_timeout_ns = 1000;
+  config.ack_every_frames = 1;
+  config.adaptive_replay_timeout = true;
+  Hop hop(config);
+  hop.send(payload(1), 0);
+  wire::Frame ack;
+  ASSERT_TRUE(hop.b.take_control(ack, kMacB));
+  std::size_t payload_bytes = 0;
+  hop.a.receive(ack, 5000, payload_bytes);  // a 5 us round trip: RTO = 5000 + 4 x 2500
+  wire::Frame frame = payload(2);
+  hop.a.stamp(frame, 10'000);
+  EXPECT_EQ(hop.a.next_deadline_ns(), 10'000u + 15'000u);
+  // The timer fires and replays: the ACK that follows says nothing about the round trip.
+  hop.a.on_time(25'000);
+  wire::Frame replay;
+  ASSERT_TRUE(hop.a.take_replay(replay, 25'000));
+  ASSERT_EQ(hop.b.receive(replay, 26'000, payload_bytes), LinkRetry::Verdict::kDeliver);
+  ASSERT_TRUE(hop.b.take_control(ack, kMacB));
+  hop.a.receive(ack, 900'000, payload_bytes);
+  wire::Frame next = payload(3);
+  hop.a.stamp(next, 1'000'000);
+  EXPECT_EQ(hop.a.next_deadline_ns(), 1'000'000u + 15'000u);  // unchanged, and backoff reset
+  // Without adaptation the configured timer stands whatever the round trip.
+  LinkRetryConfig fixed = config;
+  fixed.adaptive_replay_timeout = false;
+  Hop plain(fixed);
+  plain.send(payload(1), 0);
+  ASSERT_TRUE(plain.b.take_control(ack, kMacB));
+  plain.a.receive(ack, 5000, payload_bytes);
+  wire::Frame other = payload(2);
+  plain.a.stamp(other, 10'000);
+  EXPECT_EQ(plain.a.next_deadline_ns(), 11'000u);
+}
+
 // Moves every control frame each way between `x` and `y` until neither owes one.
 void exchange_control(LinkRetry& x, LinkRetry& y, TimeNs now) {
   wire::Frame frame;

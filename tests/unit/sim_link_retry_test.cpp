@@ -163,6 +163,8 @@ TEST(LinkConfig, TheEmulatorRunsLinkRetryOnTheWallClockWithTrainingAndSmallerEng
   EXPECT_FALSE(emulated.ports.back().link_retry);  // a guest NIC's port
   EXPECT_EQ(emulated.link_retry.replay_timeout_ns, kWallClockReplayTimeoutNs);
   EXPECT_EQ(emulated.link_retry.ack_delay_ns, kWallClockAckDelayNs);
+  EXPECT_TRUE(emulated.link_retry.adaptive_replay_timeout);
+  EXPECT_FALSE(llr.switch_config().link_retry.adaptive_replay_timeout);
   EXPECT_FALSE(llr.switch_config().link_training);  // the simulator's hops never train
   // A frame on the wire, trailer included, stays within fabric.frame_bytes_max.
   EXPECT_EQ(llr.engine_config(0).frame_bytes_max, llr.frame_bytes_max - kLlrTrailerBytes);
