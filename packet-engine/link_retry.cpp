@@ -13,6 +13,8 @@ namespace {
 // The replay timer doubles after each timeout with no progress, up to this many times the
 // configured value, so a dead far end costs a few replays rather than one per timeout.
 constexpr unsigned kMaxBackoffShift = 10;
+// The adaptive replay timer stays within this many times the configured one.
+constexpr TimeNs kMaxAdaptiveTimeoutFactor = 32;
 
 // Sequence comparison across wrap-around: > 0 if `a` is after `b`.
 std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) {
@@ -95,11 +97,8 @@ LinkRetry::LinkRetry(LinkRetryConfig config, wire::Crc crc) : config_(config), c
 bool LinkRetry::can_send(std::size_t frame_bytes) const {
   if (training_) return false;  // the far end may still number for an earlier start of ours
   // One frame always fits, however small the buffer: a hop never stalls for good.
-  if (unacked_.empty()) return true;
-  if (config_.replay_buffer_frames != 0 && unacked_.size() >= config_.replay_buffer_frames) {
-    return false;
-  }
-  return unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
+  return unacked_.empty() ||
+         unacked_bytes_ + frame_bytes + kLlrTrailerBytes <= config_.replay_buffer_bytes;
 }
 
 void LinkRetry::stamp(wire::Frame& frame, TimeNs now) {
@@ -125,7 +124,8 @@ void LinkRetry::on_train(std::uint32_t nonce) {
   if (!peer_trained_ || peer_nonce_ != nonce) {
     // The far end started afresh: what either end still held belongs to its earlier start.
     // With this reset both ends are fresh, which is all our own training would achieve, so it
-    // ends too (our TRAIN, if still on its way, then finds nothing to undo).
+    // ends too (our TRAIN, if still on its way, then finds nothing to undo). An end that may
+    // find a leftover TRAIN waiting for it sends its own first (LlrNodePort's constructor).
     peer_trained_ = true;
     peer_nonce_ = nonce;
     reset();
@@ -296,8 +296,11 @@ TimeNs LinkRetry::replay_timeout_ns() const {
   if (!config_.adaptive_replay_timeout || smoothed_round_trip_ns_ == 0) {
     return config_.replay_timeout_ns;
   }
-  return std::max(config_.replay_timeout_ns,
-                  smoothed_round_trip_ns_ + 4 * round_trip_variation_ns_);
+  // Bounded above too: one sample taken while a process was descheduled for seconds must not
+  // leave a lost last frame waiting that long.
+  return std::clamp(smoothed_round_trip_ns_ + 4 * round_trip_variation_ns_,
+                    config_.replay_timeout_ns,
+                    config_.replay_timeout_ns * kMaxAdaptiveTimeoutFactor);
 }
 
 TimeNs LinkRetry::replay_deadline_ns() const {

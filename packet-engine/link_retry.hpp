@@ -56,15 +56,10 @@ struct LinkRetryConfig {
   // Bytes of frames sent and not yet acknowledged; the sender stops taking new frames when
   // full. It must cover the hop's round trip at the link rate (check_replay_buffer).
   std::size_t replay_buffer_bytes = std::size_t{256} * 1024;
-  // At most this many frames unacknowledged (0: no limit beyond the bytes). Go-back-N replays
-  // everything after a lost frame, so a window of many small frames turns each loss into a
-  // long replay; the emulator, whose wall-clock round trips are long, sets it
-  // (wall_clock_link_retry).
-  std::size_t replay_buffer_frames = 0;
   // Adapt the replay timer to the measured round trip, as TCP's retransmission timer does
   // (RFC 6298: smoothed round trip + 4 x its variation, from frames acknowledged without a
-  // replay), never below replay_timeout_ns. For the emulator, whose round trips are wall-clock
-  // and vary with scheduling; the simulator's are exact and keep the fixed timer.
+  // replay), between replay_timeout_ns and 32 times that. For the emulator, whose round trips are
+  // wall-clock and vary with scheduling; the simulator's are exact and keep the fixed timer.
   bool adaptive_replay_timeout = false;
   // The oldest unacknowledged frame waits this long before everything from it is replayed.
   TimeNs replay_timeout_ns = 10'000;
@@ -145,9 +140,9 @@ class LinkRetry {
   // Starts this end afresh (as reset()) and asks the far end to do the same: a TRAIN control
   // frame carrying `nonce` is due at `now` (next_deadline_ns; on_time makes it output) and
   // again after replay_timeout_ns, doubling up to 1024x, until the far end's TRAIN_ACK names
-  // it. Until then can_send() is false. An end that receives a TRAIN with a nonce it has not
-  // seen resets, answers and ends its own training (both ends are fresh then); a repeated one
-  // is only answered again.
+  // it. Until then can_send() is false. An end that receives a TRAIN with another nonce than
+  // the last one it answered resets, answers and ends its own training (both ends are fresh
+  // then); the same nonce again is only answered.
   void start_training(std::uint32_t nonce, TimeNs now);
   bool training() const { return training_; }
 

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include <string>
+
 #include "fabric/platform/clock.hpp"
+#include "fabric/transport/net/frame_socket.hpp"
 
 namespace ethx {
 
-// Strips the trailer off what the link layer delivers and counts it; the link layer consumes
-// ACKs, NAKs and training frames and drops what fails its checks.
+// Strips the trailer off what the link layer delivers; the link layer consumes ACKs, NAKs and
+// training frames and drops what fails its checks.
 class LlrNodePort::Unwrapping final : public FrameSink {
  public:
   Unwrapping(LinkRetry& llr, FrameSink& sink, TimeNs now) : llr_(llr), sink_(sink), now_(now) {}
@@ -15,22 +18,24 @@ class LlrNodePort::Unwrapping final : public FrameSink {
     std::size_t payload_bytes = 0;
     if (llr_.receive(frame, now_, payload_bytes) != LinkRetry::Verdict::kDeliver) return;
     sink_.on_frame(frame.first(payload_bytes));
-    ++delivered_;
   }
-  std::size_t delivered() const { return delivered_; }
 
  private:
   LinkRetry& llr_;
   FrameSink& sink_;
   TimeNs now_;
-  std::size_t delivered_ = 0;
 };
 
 LlrNodePort::LlrNodePort(std::unique_ptr<NodePort> inner, const LinkRetryConfig& config,
                          const MacAddr& mac, std::uint32_t training_nonce)
     : inner_(std::move(inner)), llr_(config, wire::Crc::kOn), mac_(mac) {
-  // The switch port may still number its frames for an earlier start of this GPU.
-  llr_.start_training(training_nonce, monotonic_now_ns());
+  // The switch port may still number its frames for an earlier start of this GPU. Our TRAIN
+  // goes out before we read anything: the ring may hold a TRAIN the switch sent an earlier
+  // start of this GPU, and answering that one ends our training (LinkRetry::on_train); the
+  // switch must see ours first, or it would not reset before our first frame.
+  const TimeNs now = monotonic_now_ns();
+  llr_.start_training(training_nonce, now);
+  push_link_output(now);
 }
 
 bool LlrNodePort::push_or_hold(wire::Frame& frame) {
@@ -59,6 +64,14 @@ bool LlrNodePort::push_link_output(TimeNs now) {
 }
 
 bool LlrNodePort::try_send(std::span<const std::byte> frame) {
+  if (frame.size() > max_frame_bytes()) {
+    // Stamped, it would never fit the transport and would block the hop for good.
+    throw FrameTooLarge("a " + std::to_string(frame.size()) + " B frame does not fit the " +
+                        inner_->transport() +
+                        " transport with the 12 B link-level retry "
+                        "trailer (at most " +
+                        std::to_string(max_frame_bytes()) + " B)");
+  }
   const TimeNs now = monotonic_now_ns();
   // ACKs, NAKs and replays go before new frames, as in the switch's ports.
   if (!push_link_output(now)) return false;
@@ -75,10 +88,13 @@ bool LlrNodePort::can_send() const {
 
 std::size_t LlrNodePort::receive(std::size_t max, FrameSink& sink) {
   const TimeNs now = monotonic_now_ns();
+  if (holding_) push_link_output(now);  // e.g. our first TRAIN, before anything is read
   Unwrapping unwrapping(llr_, sink, now);
-  inner_->receive(max, unwrapping);
+  const std::size_t taken = inner_->receive(max, unwrapping);
   push_link_output(now);  // what the arrivals made due: an ACK, a replay after a NAK
-  return unwrapping.delivered();
+  // Frames taken, not only those handed up: a caller draining the port stops at 0, and a batch
+  // of ACKs or duplicates may stand before a response.
+  return taken;
 }
 
 void LlrNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) {

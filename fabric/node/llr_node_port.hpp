@@ -28,9 +28,12 @@ class LlrNodePort final : public NodePort {
   std::size_t max_frame_bytes() const override {
     return inner_->max_frame_bytes() - kLlrTrailerBytes;
   }
+  // Throws FrameTooLarge for a frame longer than max_frame_bytes().
   bool try_send(std::span<const std::byte> frame) override;
   bool can_send() const override;
   void kick() override { inner_->kick(); }
+  // Returns the frames taken from the transport (ACKs and dropped frames included), so a caller
+  // that drains until 0 does not stop before a frame behind them.
   std::size_t receive(std::size_t max, FrameSink& sink) override;
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
   void interrupt() override { inner_->interrupt(); }

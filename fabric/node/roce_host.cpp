@@ -37,7 +37,8 @@ std::uint32_t RoceHost::path_mtu_for(std::size_t frame_bytes_max) {
 RoceHost::RoceHost(const TopologyConfig& topology, GpuId self, std::span<std::byte> hbm)
     : node_(node_config(topology, self)),
       scratch_(kScratchBytes),
-      path_mtu_bytes_(path_mtu_for(topology.frame_bytes_max)),
+      // The engine's frame limit: with link-level retry its trailer takes 12 bytes of the wire's.
+      path_mtu_bytes_(path_mtu_for(topology.engine_config(self).frame_bytes_max)),
       next_psn_((static_cast<std::uint32_t>(self) * 0x10001u + 0x100u) & roce::kPsnMask) {
   // HBM is addressed by offset (iova 0) so a peer's RETH address is the same number the
   // load/store benchmarks use as a remote offset.

@@ -103,7 +103,8 @@ void SimFabric::set_op_record_slots(std::size_t slots) {
 }
 
 std::uint32_t SimFabric::max_op_bytes() const {
-  const std::size_t chunk = wire::max_txn_payload(config_.frame_bytes_max);
+  // The engines' frame limit (12 B under fabric.frame_bytes_max with link-level retry).
+  const std::size_t chunk = wire::max_txn_payload(config_.engine_config(0).frame_bytes_max);
   const std::size_t tags = std::max<std::size_t>(1, config_.max_outstanding / 2);
   return static_cast<std::uint32_t>(std::min<std::size_t>(chunk * tags, 1u << 30));
 }

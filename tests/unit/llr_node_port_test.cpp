@@ -56,7 +56,13 @@ class Collect final : public FrameSink {
 };
 
 struct NodeAndSwitchPort : ::testing::Test {
-  LinkRetryConfig config;
+  // Timers far in the future unless a test says otherwise: the port reads the real clock.
+  LinkRetryConfig config = [] {
+    LinkRetryConfig c;
+    c.replay_timeout_ns = 1'000'000'000;
+    c.ack_delay_ns = 1'000'000'000;
+    return c;
+  }();
   QueuePort* wire = nullptr;
   std::unique_ptr<LlrNodePort> node;
   LinkRetry port{config, wire::Crc::kOn};
@@ -71,7 +77,7 @@ struct NodeAndSwitchPort : ::testing::Test {
   // start(), then the node's TRAIN and the port's answer.
   void start_trained() {
     start();
-    node->receive(8, at_node);  // its TRAIN is due at once
+    ASSERT_EQ(wire->sent.size(), 1u);  // its TRAIN went out as it opened
     switch_round();
     node->receive(8, at_node);
     ASSERT_FALSE(node->training());
@@ -101,11 +107,12 @@ TEST_F(NodeAndSwitchPort, TheNodeTrainsFirstThenItsFramesCarryATrailerTheSwitchS
   start();
   EXPECT_EQ(node->max_frame_bytes(), 2048 - kLlrTrailerBytes);
   const wire::Frame frame(100, std::byte{0x5A});
-  EXPECT_TRUE(node->has_input());  // its TRAIN is due
+  ASSERT_EQ(wire->sent.size(), 1u);  // its TRAIN went out as it opened, before any reading
   EXPECT_FALSE(node->try_send(frame)) << "sent data before the switch port answered";
-  ASSERT_EQ(wire->sent.size(), 1u);  // the TRAIN went out instead
+  ASSERT_EQ(wire->sent.size(), 1u);
   switch_round();
-  EXPECT_EQ(node->receive(8, at_node), 0u);  // the TRAIN_ACK: consumed
+  EXPECT_EQ(node->receive(8, at_node), 1u);  // the TRAIN_ACK: taken and consumed
+  EXPECT_TRUE(at_node.frames.empty());
   EXPECT_FALSE(node->training());
   ASSERT_TRUE(node->try_send(frame));
   ASSERT_EQ(wire->sent.size(), 1u);
@@ -136,7 +143,7 @@ TEST_F(NodeAndSwitchPort, FramesFromTheSwitchArriveWithoutTrailerAndADamagedOneI
   switch_sends(1);
   switch_sends(2);
   wire->inbox.back()[10] ^= std::byte{0x01};  // a bit flipped on the wire: the FCS fails
-  EXPECT_EQ(node->receive(8, at_node), 1u);
+  EXPECT_EQ(node->receive(8, at_node), 2u);   // both taken, one handed up
   ASSERT_EQ(at_node.frames.size(), 1u);
   EXPECT_EQ(at_node.frames[0].size(), 64u);
   EXPECT_EQ(node->counters().drops_bad_fcs, 1u);
@@ -166,7 +173,7 @@ TEST_F(NodeAndSwitchPort, AFullTransportHoldsTheLinkLayersFrameAndSendsItFirst) 
   wire->inbox.clear();  // frame 1 lost
   switch_sends(2);      // a gap: the node owes a NAK
   wire->room = 0;
-  EXPECT_EQ(node->receive(8, at_node), 0u);
+  EXPECT_EQ(node->receive(8, at_node), 1u);  // taken, dropped: the NAK is owed
   EXPECT_TRUE(wire->sent.empty());
   EXPECT_FALSE(node->can_send());
   EXPECT_FALSE(node->try_send(wire::Frame(64, std::byte{3})));
@@ -179,6 +186,40 @@ TEST_F(NodeAndSwitchPort, AFullTransportHoldsTheLinkLayersFrameAndSendsItFirst) 
   EXPECT_EQ(at_switch.frames[0][0], std::byte{3});
   EXPECT_EQ(node->receive(8, at_node), 2u);  // the port's replay of 1 and 2
   EXPECT_EQ(at_node.frames.back()[0], std::byte{2});
+}
+
+// A restarted node may find a TRAIN in its ring that the switch sent the node's earlier start
+// (which answered it long ago). Answering it ends the new node's training, so the new node's
+// own TRAIN must already be out: the switch then resets before the new node's first frame.
+TEST_F(NodeAndSwitchPort, ALeftoverTrainInTheRingDoesNotHideTheRestartFromTheSwitch) {
+  LinkRetry earlier_start(config, wire::Crc::kOn);
+  earlier_start.start_training(5, 0);  // as every LlrNodePort does: epochs go as they will now
+  port.start_training(77, 0);
+  port.on_time(0);
+  wire::Frame train;
+  ASSERT_TRUE(port.take_control(train, kPortMac));
+  std::size_t payload_bytes = 0;
+  earlier_start.receive(train, 1, payload_bytes);
+  wire::Frame answer;
+  ASSERT_TRUE(earlier_start.take_control(answer, kGpuMac));
+  port.receive(answer, 2, payload_bytes);
+  ASSERT_FALSE(port.training());
+  wire::Frame data(64, std::byte{1});
+  earlier_start.stamp(data, 3);  // the earlier start's frames numbered 0..
+  ASSERT_EQ(port.receive(data, 3, payload_bytes), LinkRetry::Verdict::kDeliver);
+  // The new start of the GPU opens its port; the switch's TRAIN is still in the ring.
+  auto inner = std::make_unique<QueuePort>();
+  wire = inner.get();
+  wire->inbox.push_back(train);
+  node = std::make_unique<LlrNodePort>(std::move(inner), config, kGpuMac, 99);
+  node->receive(8, at_node);  // answers the leftover TRAIN: its own training ends here
+  ASSERT_FALSE(node->training());
+  ASSERT_TRUE(node->try_send(wire::Frame(64, std::byte{2})));
+  switch_round();  // its TRAIN first: the switch port resets, then takes frame 0 as new
+  ASSERT_EQ(at_switch.frames.size(), 1u);
+  EXPECT_EQ(at_switch.frames[0][0], std::byte{2});
+  EXPECT_EQ(port.counters().drops_duplicate, 0u);
+  EXPECT_EQ(port.counters().trainings_answered, 1u);
 }
 
 }  // namespace
