@@ -11,6 +11,7 @@
 //   1 the wire hands B its next frame                             5 time passes: on_time on both
 //   2 B puts its ACK or NAK on the wire                           6 A receives the record's bytes
 //   3 the wire hands A its next frame                             7 A's link resets
+// (bytes at 6 that make a valid TRAIN reset A as 7 does: B "started afresh").
 // bit 3: the frame handed over (1, 3) is lost; bit 4: one bit of it is flipped (record byte 0).
 #include <cstddef>
 #include <cstdint>
@@ -100,12 +101,19 @@ struct Hop {
         a.on_time(now);
         b.on_time(now);
         break;
-      case 6:
+      case 6: {
         // Anything at all from B's side: it may acknowledge or NAK, never make B take a frame.
+        const std::uint64_t trainings = a.counters().trainings_answered;
         ETHX_FUZZ_CHECK(a.receive(record.bytes, now, payload_bytes) !=
                             LinkRetry::Verdict::kDeliver ||
                         payload_bytes + kLlrTrailerBytes == record.bytes.size());
+        // A forged TRAIN says B started afresh: A resets, as in case 7, and what it held is gone.
+        if (a.counters().trainings_answered != trainings) {
+          a_to_b.clear();
+          stamped.resize(delivered);
+        }
         break;
+      }
       default:
         // The frames A still held are gone with the link: B may never see them.
         a.reset();
