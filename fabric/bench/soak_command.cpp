@@ -58,6 +58,33 @@ std::vector<protocol::SoakResult> soak_all(FabricClient& client, std::size_t gpu
   return client.call_parallel(commands);
 }
 
+// Flow control on the GPUs' hops, both ends: credit updates and pauses each way, how often a
+// sender waited, and what overran a buffer. Empty without flow control.
+json flow_control_totals(const std::vector<protocol::SoakResult>& results, const json& ports) {
+  const auto gpus = [&results](std::uint64_t protocol::HopFlowStats::*count) {
+    return sum_of(results, [count](const auto& r) { return r.stats.hop_flow.*count; });
+  };
+  std::uint64_t held = 0, updates = 0, pauses = 0, overruns = 0;
+  bool any = false;
+  for (const json& port : ports) {
+    if (!port.contains("flow_control")) continue;
+    any = true;
+    const json& flow = port["flow_control"];
+    held += flow.value("frames_held", std::uint64_t{0});
+    updates += flow.value("credit_updates_sent", std::uint64_t{0});
+    pauses += flow.value("pause_frames_sent", std::uint64_t{0});
+    overruns += flow.value("buffer_overruns", std::uint64_t{0});
+  }
+  if (!any) return json::object();
+  return {{"flow_frames_held_at_gpus", gpus(&protocol::HopFlowStats::frames_held)},
+          {"flow_frames_held_at_switch", held},
+          {"flow_credit_updates_sent_by_gpus", gpus(&protocol::HopFlowStats::credit_updates_sent)},
+          {"flow_credit_updates_sent_by_switch", updates},
+          {"flow_pause_frames_sent_by_switch", pauses},
+          {"flow_buffer_overruns_at_switch", overruns},
+          {"flow_resets_at_gpus", gpus(&protocol::HopFlowStats::resets)}};
+}
+
 json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& results,
                const json& switch_stats);
 
@@ -197,6 +224,7 @@ json summarize(const RunSpec& spec, const std::vector<protocol::SoakResult>& res
       sum_of(results, [](const auto& r) { return r.stats.foreign_frames; });
   run["stale_responses"] = sum_of(results, [](const auto& r) { return r.stats.stale_responses; });
   run.update(link_retry_totals(results, ports));
+  run.update(flow_control_totals(results, ports));
   return run;
 }
 
@@ -240,6 +268,14 @@ void print_table(const json& report) {
     row("LLR replayed by switch", "llr_frames_replayed_by_switch", false);
     row("LLR NAKs", "llr_naks_sent", false);
     row("LLR replay timeouts", "llr_replay_timeouts", false);
+  }
+  if (runs.back()->contains("flow_frames_held_at_switch")) {
+    row("held for credit: GPUs", "flow_frames_held_at_gpus", false);
+    row("held for credit: switch", "flow_frames_held_at_switch", false);
+    row("credit updates: GPUs", "flow_credit_updates_sent_by_gpus", false);
+    row("credit updates: switch", "flow_credit_updates_sent_by_switch", false);
+    row("pauses sent by switch", "flow_pause_frames_sent_by_switch", false);
+    row("switch buffer overruns", "flow_buffer_overruns_at_switch", false);
   }
   if (report.contains("faulted_to_sequenced_throughput")) {
     std::printf("faulted / sequenced throughput: %.3f\n",
@@ -298,6 +334,11 @@ bool valid_soak_options(const SoakOptions& options) {
   if (!options.link_retry.empty() && options.link_retry != "none" && options.link_retry != "llr") {
     std::cerr << "ethx soak: --link-retry: must be \"none\" or \"llr\" (got \""
               << options.link_retry << "\")\n";
+    return false;
+  }
+  if (!options.flow_control.empty() && !parse_flow_control_mode(options.flow_control)) {
+    std::cerr << "ethx soak: --flow-control: must be \"none\", \"cbfc\" or \"pfc\" (got \""
+              << options.flow_control << "\")\n";
     return false;
   }
   const std::string& direction = options.fault_direction;
@@ -370,6 +411,7 @@ std::string write_run_config(const SoakOptions& options, const RunSpec& spec, st
   overlay.fault_seed = options.seed;
   overlay.fault_direction = options.fault_direction;
   if (!options.link_retry.empty()) overlay.link_retry = options.link_retry;
+  if (!options.flow_control.empty()) overlay.flow_control = options.flow_control;
   std::string path = (directory / (spec.label + ".toml")).string();
   write_config_overlay(options.config_path, overlay, path);
   return path;
@@ -430,6 +472,9 @@ int run_soak(const SoakOptions& options) {
               {"reliability", options.reliability},
               {"link_retry", !options.link_retry.empty() ? options.link_retry
                                                          : (base.link_retry ? "llr" : "none")},
+              {"flow_control", !options.flow_control.empty()
+                                   ? options.flow_control
+                                   : std::string(to_string(base.flow_control.mode))},
               {"fault_direction", options.fault_direction},
               {"runs", json::array()}};
   try {

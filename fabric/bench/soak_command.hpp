@@ -28,6 +28,8 @@ struct SoakOptions {
   std::string reliability = "go-back-n";
   // [link] retry for every run ("none" | "llr"); empty: as the config has it.
   std::string link_retry;
+  // [link] flow_control for every run ("none" | "cbfc" | "pfc"); empty: as the config has it.
+  std::string flow_control;
   // Where the faulted run's faults act on each GPU's hop: "rx" (what the switch port receives,
   // GPU -> switch), "tx" (what it sends) or "both".
   std::string fault_direction = "rx";

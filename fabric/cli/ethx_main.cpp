@@ -156,6 +156,9 @@ int soak(int argc, char** argv) {
       "off | go-back-n (off shows what the faults do unprotected)")(
       "link-retry", po::value(&options.link_retry),
       "none | llr: link-level retry on every hop (default: as the config has it)")(
+      "flow-control", po::value(&options.flow_control),
+      "none | cbfc | pfc: flow control per traffic class on every hop, with --link-retry llr "
+      "(default: as the config has it)")(
       "fault-direction", po::value(&options.fault_direction)->default_value("rx"),
       "rx | tx | both: faults on what each switch port receives, sends, or both")(
       "seed", po::value(&options.seed)->default_value(1), "workload and fault seed")(

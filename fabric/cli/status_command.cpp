@@ -75,6 +75,36 @@ void print_link_retry(const json& ports) {
   }
 }
 
+// Flow control on the ports that run it: credit toward each GPU and its frames in the switch,
+// per class (requests/responses), and how often either end waited.
+void print_flow_control(const json& ports) {
+  bool header = false;
+  for (const json& port : ports) {
+    if (!port.contains("flow_control")) continue;
+    const json& flow = port["flow_control"];
+    auto count = [&flow](const char* key) {
+      return static_cast<unsigned long long>(flow.value(key, std::uint64_t{0}));
+    };
+    auto per_class = [&flow](const char* key) {
+      const json& both = flow.value(key, json::object());
+      return std::to_string(both.value("requests", std::uint64_t{0})) + "/" +
+             std::to_string(both.value("responses", std::uint64_t{0}));
+    };
+    if (!header) {
+      std::printf(
+          "\n  flow control (requests/responses; credit toward the GPU, its bytes here):\n"
+          "  %-5s %15s %15s %8s %9s %9s %8s %9s\n",
+          "port", "credit B", "buffered B", "held", "updates", "received", "pauses", "overruns");
+    }
+    header = true;
+    std::printf("  %-5d %15s %15s %8llu %9llu %9llu %8llu %9llu\n", port["port"].get<int>(),
+                per_class("credit_bytes").c_str(), per_class("ingress_buffer_bytes").c_str(),
+                count("frames_held"), count("credit_updates_sent"),
+                count("credit_updates_received"), count("pause_frames_sent"),
+                count("buffer_overruns"));
+  }
+}
+
 void print_ports(const json& ports) {
   std::printf("\n  %-5s %12s %12s %10s %10s %10s %10s\n", "port", "rx frames", "tx frames",
               "malformed", "queue full", "unknown", "spoofed");
@@ -88,6 +118,7 @@ void print_ports(const json& ports) {
                 count("drops_spoofed"));
   }
   print_link_retry(ports);
+  print_flow_control(ports);
   print_faults(ports);
 }
 

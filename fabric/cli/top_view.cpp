@@ -1,5 +1,6 @@
 #include "fabric/cli/top_view.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -19,6 +20,18 @@ std::uint64_t grew(const nlohmann::json& before, const nlohmann::json& after, co
   const std::uint64_t old_value = counter(before, key);
   const std::uint64_t new_value = counter(after, key);
   return new_value >= old_value ? new_value - old_value : new_value;
+}
+
+void add_flow_rates(const nlohmann::json& before, const nlohmann::json& after, PortRates& rates) {
+  const auto flow_after = after.find("flow_control");
+  if (flow_after == after.end() || !flow_after->is_object()) return;
+  static const nlohmann::json kNone = nlohmann::json::object();
+  const auto flow_before = before.find("flow_control");
+  const nlohmann::json& earlier = flow_before != before.end() ? *flow_before : kNone;
+  rates.flow_control = true;
+  rates.frames_held = grew(earlier, *flow_after, "frames_held");
+  const nlohmann::json credit = flow_after->value("credit_bytes", kNone);
+  rates.credit_bytes = std::min(counter(credit, "requests"), counter(credit, "responses"));
 }
 
 PortRates rates_of(const nlohmann::json& before, const nlohmann::json& after, double seconds) {
@@ -48,10 +61,11 @@ PortRates rates_of(const nlohmann::json& before, const nlohmann::json& after, do
     rates.frames_replayed = grew(earlier, *llr_after, "frames_replayed");
     rates.naks_sent = grew(earlier, *llr_after, "naks_sent");
   }
+  add_flow_rates(before, after, rates);
   return rates;
 }
 
-// A link-level retry count, or "-" on a port without it.
+// A link-layer count (link-level retry, flow control), or "-" on a port without it.
 std::string llr_count(bool link_retry, std::uint64_t count) {
   return link_retry ? std::to_string(count) : "-";
 }
@@ -87,20 +101,21 @@ double seconds_between(const nlohmann::json& before, const nlohmann::json& after
 std::string format_top(const std::string& fabric, const std::vector<PortRates>& rows,
                        double seconds) {
   std::string page;
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
                 "ethx top: '%s', %zu ports, rates over %.2f s (q quits)\n\n"
-                "%-5s %4s %11s %11s %8s %8s %10s %10s %8s %8s %8s %8s %8s %8s\n",
+                "%-5s %4s %11s %11s %8s %8s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n",
                 fabric.c_str(), rows.size(), seconds, "port", "link", "rx frm/s", "tx frm/s",
                 "rx Gb/s", "tx Gb/s", "queue B", "queue max", "qfull", "bad", "linkdn", "other",
-                "replay", "nak");
+                "replay", "nak", "credit", "held");
   page += line;
   PortRates total;
   std::uint64_t dropped = 0;
   for (const PortRates& r : rows) {
     std::snprintf(
         line, sizeof line,
-        "%-5u %4s %11.0f %11.0f %8.3f %8.3f %10llu %10llu %8llu %8llu %8llu %8llu %8s %8s\n",
+        "%-5u %4s %11.0f %11.0f %8.3f %8.3f %10llu %10llu %8llu %8llu %8llu %8llu %8s %8s %8s "
+        "%8s\n",
         r.port, r.link_up ? "up" : "DOWN", r.rx_frames_per_s, r.tx_frames_per_s, r.rx_gbps,
         r.tx_gbps, static_cast<unsigned long long>(r.queued_bytes),
         static_cast<unsigned long long>(r.queue_bytes_high_water),
@@ -109,7 +124,9 @@ std::string format_top(const std::string& fabric, const std::vector<PortRates>& 
         static_cast<unsigned long long>(r.drops_link_down),
         static_cast<unsigned long long>(r.drops_other),
         llr_count(r.link_retry, r.frames_replayed).c_str(),
-        llr_count(r.link_retry, r.naks_sent).c_str());
+        llr_count(r.link_retry, r.naks_sent).c_str(),
+        llr_count(r.flow_control, r.credit_bytes).c_str(),
+        llr_count(r.flow_control, r.frames_held).c_str());
     page += line;
     total.rx_frames_per_s += r.rx_frames_per_s;
     total.tx_frames_per_s += r.tx_frames_per_s;
@@ -143,6 +160,10 @@ nlohmann::json top_json(const std::vector<PortRates>& rows, double seconds) {
     if (r.link_retry) {
       ports.back()["link_retry"] = {{"frames_replayed", r.frames_replayed},
                                     {"naks_sent", r.naks_sent}};
+    }
+    if (r.flow_control) {
+      ports.back()["flow_control"] = {{"credit_bytes", r.credit_bytes},
+                                      {"frames_held", r.frames_held}};
     }
   }
   return {{"interval_s", seconds}, {"ports", ports}};

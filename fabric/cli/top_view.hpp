@@ -32,6 +32,12 @@ struct PortRates {
   bool link_retry = false;
   std::uint64_t frames_replayed = 0;
   std::uint64_t naks_sent = 0;
+  // Flow control on the port's hop ([link] flow_control): the smaller of the two classes'
+  // credit toward the GPU at the reading (PFC: the class buffer), and how often the port had
+  // frames waiting for credit or a pause between the readings.
+  bool flow_control = false;
+  std::uint64_t credit_bytes = 0;
+  std::uint64_t frames_held = 0;
 };
 
 // Rates between two readings `seconds` apart (each the stats file's JSON); ports missing from

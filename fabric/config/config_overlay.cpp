@@ -46,6 +46,7 @@ void write_config_overlay(const std::string& base_path, const ConfigOverlay& ove
     table_of(root, "switch")["fault_seed"] = static_cast<std::int64_t>(*overlay.fault_seed);
   }
   if (overlay.link_retry) table_of(root, "link")["retry"] = *overlay.link_retry;
+  if (overlay.flow_control) table_of(root, "link")["flow_control"] = *overlay.flow_control;
   if (overlay.faults) {
     toml::array faults;
     for (const auto& [port, port_faults] : *overlay.faults) {

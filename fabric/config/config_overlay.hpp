@@ -19,7 +19,8 @@ struct ConfigOverlay {
   std::optional<std::uint64_t> fault_seed;                           // [switch] fault_seed
   std::string fault_direction =
       "rx";  // each of `faults`: "rx", "tx" or "both" ([[fault]] direction)
-  std::optional<std::string> link_retry;  // [link] retry
+  std::optional<std::string> link_retry;    // [link] retry
+  std::optional<std::string> flow_control;  // [link] flow_control
 };
 
 // Reads `base_path` (the embedded default when empty), applies `overlay`, writes the result to

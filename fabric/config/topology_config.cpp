@@ -403,9 +403,15 @@ SwitchConfig TopologyConfig::switch_config(std::size_t extra_ports) const {
   for (const auto& [port, port_faults] : tx_faults) {
     if (port < gpu_count) config.tx_faults.emplace_back(port, port_faults);
   }
-  // Link-level retry on the GPUs' hops; the extra ports' far ends (guest NICs) do not run it.
-  for (std::size_t port = 0; port < gpu_count; ++port) config.ports[port].link_retry = link_retry;
+  // The link layer on the GPUs' hops; the extra ports' far ends (guest NICs) do not run it.
+  for (std::size_t port = 0; port < config.ports.size(); ++port) {
+    const bool gpu_port = port < gpu_count;
+    config.ports[port].link_retry = gpu_port && link_retry;
+    config.ports[port].flow_control = gpu_port;
+    config.ports[port].propagation_ns = link_propagation_ns;  // PFC's headroom, as the GPU's
+  }
   config.link_retry = link_retry_config;
+  config.flow_control = flow_control;
   config.fault_seed = fault_seed;
   return config;
 }
@@ -478,12 +484,14 @@ TopologyConfig parse_topology(std::string_view toml_text, const std::string& sou
 }
 
 void require_emulated(const TopologyConfig& config) {
-  if (config.flow_control.mode != FlowControlMode::kNone) {
-    throw ConfigError(
-        std::string("link.flow_control: \"") + to_string(config.flow_control.mode) +
-        "\" is modelled by `ethx sim` only so far; the emulator's nodes do not run "
-        "flow control yet (docs/link-layer.md). Use flow_control = \"none\" (over shm "
-        "the emulated switch back-pressures its senders through their rings)");
+  // Link training is how the emulator's ends learn that the other restarted (a process behind
+  // a ring or a veth); without it a restarted GPU and its switch port would disagree on the
+  // credits in flight for good. The simulator's ends never restart, so it runs either alone.
+  if (config.flow_control.mode != FlowControlMode::kNone && !config.link_retry) {
+    throw ConfigError(std::string("link.flow_control: \"") + to_string(config.flow_control.mode) +
+                      "\" in the emulator needs link.retry = \"llr\": link training is what "
+                      "tells both ends of a hop that the other restarted, so that both start "
+                      "again from full credit (docs/link-layer.md \"In the emulator\")");
   }
 }
 

@@ -101,8 +101,8 @@ struct TopologyConfig {
 };
 
 // The emulator's processes (switch, nodes, QEMU devices) call this before they start: throws
-// ConfigError naming the field of anything only `ethx sim` models so far ([link]
-// flow_control: the nodes' end of a hop does not run it yet; docs/link-layer.md).
+// ConfigError naming the field of what the emulator cannot run as configured ([link]
+// flow_control without [link] retry = "llr"; docs/link-layer.md "In the emulator").
 void require_emulated(const TopologyConfig& config);
 
 // Link-level retry's timers where they run on the wall clock (the emulator) rather than in

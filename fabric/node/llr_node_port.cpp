@@ -28,7 +28,7 @@ class LlrNodePort::Unwrapping final : public FrameSink {
 
 LlrNodePort::LlrNodePort(std::unique_ptr<NodePort> inner, const LinkRetryConfig& config,
                          const MacAddr& mac, std::uint32_t training_nonce)
-    : inner_(std::move(inner)), llr_(config, wire::Crc::kOn), mac_(mac) {
+    : LayeredNodePort(std::move(inner)), llr_(config, wire::Crc::kOn), mac_(mac) {
   // The switch port may still number its frames for an earlier start of this GPU. Our TRAIN
   // goes out before we read anything: the ring may hold a TRAIN the switch sent an earlier
   // start of this GPU, and answering that one ends our training (LinkRetry::on_train); the
@@ -98,12 +98,7 @@ std::size_t LlrNodePort::receive(std::size_t max, FrameSink& sink) {
 }
 
 void LlrNodePort::wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) {
-  const TimeNs now = monotonic_now_ns();
-  const TimeNs deadline = next_timer_ns().value_or(LinkRetry::kNever);
-  if (deadline != LinkRetry::kNever) {
-    const auto until_deadline = static_cast<std::int64_t>(deadline > now ? deadline - now : 0);
-    timeout_ns = timeout_ns < 0 ? until_deadline : std::min(timeout_ns, until_deadline);
-  }
+  timeout_ns = until_deadline(timeout_ns, next_timer_ns(), monotonic_now_ns());
   if (timeout_ns == 0) return;
   // Output the transport had no room for (a replay after a NAK, an ACK) is work as soon as it
   // has: the far end may be waiting for it with nothing to send us meanwhile.

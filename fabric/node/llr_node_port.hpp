@@ -10,20 +10,19 @@
 
 #include <memory>
 
-#include "fabric/transport/node_port.hpp"
+#include "fabric/node/layered_node_port.hpp"
 #include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 
 namespace ethx {
 
-class LlrNodePort final : public NodePort {
+class LlrNodePort final : public LayeredNodePort {
  public:
   // `config` with wall-clock timers; `mac` is the GPU's (the source of its ACKs and NAKs);
   // `training_nonce` should differ between starts of the same GPU (a random draw).
   LlrNodePort(std::unique_ptr<NodePort> inner, const LinkRetryConfig& config, const MacAddr& mac,
               std::uint32_t training_nonce);
 
-  const char* transport() const override { return inner_->transport(); }
   // The trailer takes 12 bytes of the transport's frame.
   std::size_t max_frame_bytes() const override {
     return inner_->max_frame_bytes() - kLlrTrailerBytes;
@@ -31,21 +30,11 @@ class LlrNodePort final : public NodePort {
   // Throws FrameTooLarge for a frame longer than max_frame_bytes().
   bool try_send(std::span<const std::byte> frame) override;
   bool can_send() const override;
-  void kick() override { inner_->kick(); }
   // Returns the frames taken from the transport (ACKs and dropped frames included), so a caller
   // that drains until 0 does not stop before a frame behind them.
   std::size_t receive(std::size_t max, FrameSink& sink) override;
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
-  void interrupt() override { inner_->interrupt(); }
   bool has_input() override;
-  // The caller does not own the port: it bounds the wait by next_timer_ns() itself (read while
-  // it did own it).
-  void wait_unowned(std::int64_t timeout_ns, const std::function<bool()>& ready) override {
-    inner_->wait_unowned(timeout_ns, ready);
-  }
-  void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) override {
-    inner_->nap(timeout_ns, ready);
-  }
   std::optional<std::uint64_t> next_timer_ns() const override;
 
   const LinkRetryCounters& counters() const { return llr_.counters(); }
@@ -64,7 +53,6 @@ class LlrNodePort final : public NodePort {
   // How soon a caller looks again while output is owed and the transport is full.
   static constexpr TimeNs kOwedOutputPollNs = 50'000;
 
-  std::unique_ptr<NodePort> inner_;
   LinkRetry llr_;
   MacAddr mac_;
   wire::Frame held_;  // taken from the link layer, not yet taken by the transport

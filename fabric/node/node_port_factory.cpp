@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "fabric/config/fabric_names.hpp"
+#include "fabric/node/flow_node_port.hpp"
 #include "fabric/node/llr_node_port.hpp"
 #include "fabric/platform/shm_file.hpp"
 #include "fabric/transport/net/frame_socket.hpp"
@@ -69,9 +70,20 @@ std::unique_ptr<NodePort> open_node_port(const TopologyConfig& topology, GpuId g
   require_emulated(topology);
   std::unique_ptr<NodePort> port = open_transport_port(topology, gpu, options);
   if (!topology.link_retry) return port;
-  return std::make_unique<LlrNodePort>(std::move(port),
-                                       wall_clock_link_retry(topology.link_retry_config),
-                                       topology.gpus.at(gpu).mac, std::random_device{}());
+  const MacAddr& mac = topology.gpus.at(gpu).mac;
+  auto llr = std::make_unique<LlrNodePort>(std::move(port),
+                                           wall_clock_link_retry(topology.link_retry_config), mac,
+                                           std::random_device{}());
+  const FlowControlConfig& flow = topology.flow_control;
+  if (flow.mode == FlowControlMode::kNone) return llr;
+  // The same thresholds as the switch port's end of the hop (SwitchCore::reset_flow).
+  std::optional<PfcThresholds> thresholds;
+  if (flow.mode == FlowControlMode::kPfc) {
+    thresholds = pfc_thresholds(flow.class_buffer_bytes, topology.link_rate_gbps,
+                                topology.link_propagation_ns, flow.frame_bytes_max);
+  }
+  return std::make_unique<FlowNodePort>(std::move(llr), flow, thresholds, topology.link_rate_gbps,
+                                        mac);
 }
 
 }  // namespace ethx

@@ -143,6 +143,29 @@ struct HopRetryStats {
   }
 };
 
+// Flow control per traffic class at the GPU's end of its hop ([link] flow_control; both the
+// sending and the receiving end, summed), as FlowControlCounters has them.
+struct HopFlowStats {
+  std::uint64_t frames_held = 0;  // times frames waited for credit or the end of a pause
+  std::uint64_t credit_updates_sent = 0;
+  std::uint64_t credit_updates_received = 0;
+  std::uint64_t pause_frames_sent = 0;
+  std::uint64_t pause_frames_received = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t resets = 0;  // the hop trained again and flow control started over
+
+  bool operator==(const HopFlowStats&) const = default;
+  static void fields(auto& self, auto& f) {
+    f.required("frames_held", self.frames_held);
+    f.required("credit_updates_sent", self.credit_updates_sent);
+    f.required("credit_updates_received", self.credit_updates_received);
+    f.required("pause_frames_sent", self.pause_frames_sent);
+    f.required("pause_frames_received", self.pause_frames_received);
+    f.required("malformed", self.malformed);
+    f.required("resets", self.resets);
+  }
+};
+
 // A node's load/store engine and runtime counters (`ethx bench --json` prints them as "nodes").
 struct NodeStats {
   std::uint64_t frames_rx = 0;
@@ -165,6 +188,7 @@ struct NodeStats {
   std::vector<GpuId> down_peers;  // the GPUs this node has marked down now
   LinkStats links;
   HopRetryStats hop_retry;  // all zero without link-level retry
+  HopFlowStats hop_flow;    // all zero without flow control
 
   bool operator==(const NodeStats&) const = default;
   static void fields(auto& self, auto& f) {
@@ -187,6 +211,7 @@ struct NodeStats {
     f.optional("down_peers", self.down_peers);
     f.required("links", self.links);
     f.optional("hop_retry", self.hop_retry);
+    f.optional("hop_flow", self.hop_flow);
   }
 };
 

@@ -3,7 +3,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "fabric/node/llr_node_port.hpp"
+#include "fabric/node/flow_node_port.hpp"
 #include "fabric/node/node_protocol.hpp"
 #include "fabric/workloads/roce_node_commands.hpp"
 #include "fabric/workloads/run_summary.hpp"
@@ -33,9 +33,8 @@ protocol::LinkStats link_stats(const LinkCounters& links) {
   return stats;
 }
 
-protocol::HopRetryStats hop_retry_stats(const NodePort& port) {
+protocol::HopRetryStats hop_retry_stats(const LlrNodePort* llr) {
   protocol::HopRetryStats stats;
-  const auto* llr = dynamic_cast<const LlrNodePort*>(&port);
   if (llr == nullptr) return stats;
   const LinkRetryCounters& c = llr->counters();
   stats.frames_sent = c.frames_sent;
@@ -50,6 +49,20 @@ protocol::HopRetryStats hop_retry_stats(const NodePort& port) {
   stats.trainings = c.trainings_started + c.trainings_answered;
   stats.frames_lost_on_reset = c.frames_lost_on_reset;
   stats.gave_up = c.gave_up;
+  return stats;
+}
+
+protocol::HopFlowStats hop_flow_stats(const FlowNodePort* flow) {
+  protocol::HopFlowStats stats;
+  if (flow == nullptr) return stats;
+  const FlowControlCounters c = flow->counters();
+  stats.frames_held = c.frames_held;
+  stats.credit_updates_sent = c.credit_updates_sent;
+  stats.credit_updates_received = c.credit_updates_received;
+  stats.pause_frames_sent = c.pause_frames_sent;
+  stats.pause_frames_received = c.pause_frames_received;
+  stats.malformed = c.malformed;
+  stats.resets = flow->flow_resets();
   return stats;
 }
 
@@ -76,7 +89,9 @@ protocol::NodeStats node_stats(NodeRuntime& node) {
   stats.posted_writes_dropped = requester.posted_writes_dropped;
   stats.down_peers = node.endpoint().requester().down_peers();
   stats.links = link_stats(node.endpoint().links().counters());
-  stats.hop_retry = hop_retry_stats(node.port());
+  const NodeLinkLayer link_layer = link_layer_of(node.port());
+  stats.hop_retry = hop_retry_stats(link_layer.link_retry);
+  stats.hop_flow = hop_flow_stats(link_layer.flow_control);
   return stats;
 }
 

@@ -54,7 +54,7 @@ SwitchCore::SwitchCore(SwitchConfig config)
     }
     ports_[i].queue_bytes_limit = config_.ports[i].egress_queue_bytes;
     if (config_.ports[i].link_retry) add_link_retry(static_cast<PortId>(i));
-    if (config_.flow_control.mode != FlowControlMode::kNone) {
+    if (config_.flow_control.mode != FlowControlMode::kNone && config_.ports[i].flow_control) {
       add_flow_control(static_cast<PortId>(i));
     }
   }

@@ -38,6 +38,9 @@ struct SwitchPortConfig {
   // the port sends carries an LLR trailer and waits in a replay buffer until acknowledged; what
   // it receives must carry one. The far end (a GPU's NIC or another switch) must do the same.
   bool link_retry = false;
+  // Whether this port's hop runs SwitchConfig::flow_control (when that is not "none"): false
+  // where the far end does not (the emulator's guest NICs and host RDMA port).
+  bool flow_control = true;
   // The hop's one-way propagation delay: sizes the PFC headroom (SwitchConfig::flow_control).
   TimeNs propagation_ns = 0;
 };
@@ -233,6 +236,8 @@ class SwitchCore {
   std::optional<FlowControlCounters> flow_control_counters(PortId port) const;
   // Bytes of `c` that arrived on `ingress` and have not left the switch yet.
   std::size_t ingress_buffer_bytes(PortId ingress, TrafficClass c) const;
+  // CBFC: bytes of `c` the port may still send its far end (0 where flow control is off).
+  std::size_t credit_bytes(PortId egress, TrafficClass c) const;
   std::uint64_t drops_bad_port() const { return drops_bad_port_; }
   const SwitchConfig& config() const { return config_; }
 
@@ -287,6 +292,7 @@ class SwitchCore {
       Fifo<QueuedFrame> responses;
       bool blocked = false;    // frames wait and the far end lets none go
       TimeNs retry_at_ns = 0;  // when a pause that blocks it ends (kNever: waits for credit)
+      FlowControlCounters before_reset;  // of the sender and receiver the hop had before
     };
     std::unique_ptr<Flow> flow;
   };

@@ -41,12 +41,24 @@ void SwitchCore::reset_flow(PortId port) {
               min_pfc_buffer_bytes(link.rate_gbps, link.propagation_ns, config.frame_bytes_max)));
     }
   }
-  ports_[port].flow =
-      std::make_unique<Port::Flow>(Port::Flow{FlowSender(config, link.rate_gbps),
-                                              FlowReceiver(config, thresholds, link.rate_gbps),
-                                              {},
-                                              false,
-                                              0});
+  std::unique_ptr<Port::Flow>& flow = ports_[port].flow;
+  if (!flow) {
+    flow = std::make_unique<Port::Flow>(Port::Flow{FlowSender(config, link.rate_gbps),
+                                                   FlowReceiver(config, thresholds, link.rate_gbps),
+                                                   {},
+                                                   false,
+                                                   0,
+                                                   {}});
+    return;
+  }
+  // Frames queued for the far end stay (they are sent under the new hop's credit); the
+  // counters stay too.
+  flow->before_reset += flow->sender.counters();
+  flow->before_reset += flow->receiver.counters();
+  flow->sender = FlowSender(config, link.rate_gbps);
+  flow->receiver = FlowReceiver(config, thresholds, link.rate_gbps);
+  flow->blocked = false;
+  flow->retry_at_ns = 0;
 }
 
 bool SwitchCore::accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs now,
@@ -149,7 +161,8 @@ void SwitchCore::drop_queued(Port& port) {
 
 std::optional<FlowControlCounters> SwitchCore::flow_control_counters(PortId port) const {
   if (port >= ports_.size() || !ports_[port].flow) return std::nullopt;
-  FlowControlCounters total = ports_[port].flow->sender.counters();
+  FlowControlCounters total = ports_[port].flow->before_reset;
+  total += ports_[port].flow->sender.counters();
   total += ports_[port].flow->receiver.counters();
   return total;
 }
@@ -157,6 +170,11 @@ std::optional<FlowControlCounters> SwitchCore::flow_control_counters(PortId port
 std::size_t SwitchCore::ingress_buffer_bytes(PortId ingress, TrafficClass c) const {
   if (ingress >= ports_.size() || !ports_[ingress].flow) return 0;
   return ports_[ingress].flow->receiver.occupancy_bytes(c);
+}
+
+std::size_t SwitchCore::credit_bytes(PortId egress, TrafficClass c) const {
+  if (egress >= ports_.size() || !ports_[egress].flow) return 0;
+  return ports_[egress].flow->sender.credit_bytes(c);
 }
 
 }  // namespace ethx

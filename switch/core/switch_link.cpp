@@ -32,7 +32,11 @@ bool SwitchCore::accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
                                    std::vector<PortId>& egress_touched) {
   Port& in = ports_[ingress];
   std::size_t payload_bytes = 0;
+  const std::uint64_t trainings_answered = in.llr->counters().trainings_answered;
   const LinkRetry::Verdict verdict = in.llr->receive(frame.bytes, now, payload_bytes);
+  // The far end started afresh (a GPU's process restarted) and starts from full credit: so
+  // does this end (FlowNodePort resets likewise when this port trains).
+  if (in.flow && in.llr->counters().trainings_answered != trainings_answered) reset_flow(ingress);
   // An ACK may free the replay buffer, a NAK start a replay, a frame make an ACK due.
   restage(ingress, now, &egress_touched);
   if (verdict != LinkRetry::Verdict::kDeliver) return false;

@@ -4,6 +4,29 @@
 #include "switch/runtime/fault_change.hpp"
 
 namespace ethx {
+namespace {
+
+// A port's flow control ([link] flow_control): both ends' counters, the credit it has towards
+// its far end and what its far end has in this switch's buffer, per class.
+nlohmann::json flow_control_json(const SwitchCore& core, PortId port,
+                                 const FlowControlCounters& c) {
+  const auto per_class = [&](auto read) {
+    return nlohmann::json{{"requests", read(TrafficClass::kRequests)},
+                          {"responses", read(TrafficClass::kResponses)}};
+  };
+  return {{"frames_held", c.frames_held},
+          {"credit_updates_sent", c.credit_updates_sent},
+          {"credit_updates_received", c.credit_updates_received},
+          {"pause_frames_sent", c.pause_frames_sent},
+          {"pause_frames_received", c.pause_frames_received},
+          {"buffer_overruns", c.buffer_overruns},
+          {"malformed", c.malformed},
+          {"credit_bytes", per_class([&](TrafficClass k) { return core.credit_bytes(port, k); })},
+          {"ingress_buffer_bytes",
+           per_class([&](TrafficClass k) { return core.ingress_buffer_bytes(port, k); })}};
+}
+
+}  // namespace
 
 nlohmann::json switch_stats_json(const SwitchCore& core) {
   nlohmann::json ports = nlohmann::json::array();
@@ -60,6 +83,9 @@ nlohmann::json switch_stats_json(const SwitchCore& core) {
     if (const LinkRetryCounters* llr = core.link_retry_counters(port)) {
       nlohmann::json& out = entry["link_retry"] = nlohmann::json::object();
       llr->for_each([&out](const char* name, std::uint64_t value) { out[name] = value; });
+    }
+    if (const std::optional<FlowControlCounters> flow = core.flow_control_counters(port)) {
+      entry["flow_control"] = flow_control_json(core, port, *flow);
     }
     ports.push_back(entry);
   }

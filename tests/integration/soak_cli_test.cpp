@@ -93,6 +93,34 @@ TEST(SoakCli, LinkLevelRetryAloneLosesNothingWithFaultsOnBothDirectionsOfEveryHo
   EXPECT_GE(faulted["llr_trainings"].get<std::uint64_t>(), 4u) << "each GPU trains its hop";
 }
 
+TEST(SoakCli, CreditsOverLinkLevelRetryLoseNothingWhileSendersWaitForCredit) {
+  // Two frames of credit per class and hop, so senders at both ends of every hop run out.
+  const std::string config = (std::filesystem::temp_directory_path() /
+                              ("ethx-soak-cbfc-" + std::to_string(::getpid()) + ".toml"))
+                                 .string();
+  std::ofstream(config) << "[link]\nclass_buffer_bytes = 4096\ncredit_update_bytes = 1024\n";
+  const test::CommandResult result = test::run_command(
+      test::ethx_binary() + " soak --config " + config +
+      " --gpus 4 --ops 100000 --loss 0.01 --corrupt 0.002 --reliability off --link-retry llr "
+      "--flow-control cbfc --fault-direction both --no-baselines --json --quiet");
+  std::filesystem::remove(config);
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  const nlohmann::json report = nlohmann::json::parse(result.output);
+  EXPECT_EQ(report["flow_control"], "cbfc");
+  const nlohmann::json& faulted = run_labelled(report, "faulted");
+  EXPECT_EQ(faulted["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["hung_ops"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["errors"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["switch_faults_dropped"].get<std::uint64_t>(), 0u);
+  // Credit went both ways (as LLR data: the faults hit updates too, and replays repaired them),
+  // senders at both ends waited for it, and no sender overran the switch's buffer.
+  EXPECT_GT(faulted["flow_credit_updates_sent_by_gpus"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["flow_credit_updates_sent_by_switch"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(faulted["flow_frames_held_at_gpus"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["flow_buffer_overruns_at_switch"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(faulted["switch_drops_queue_full"].get<std::uint64_t>(), 0u);
+}
+
 TEST(SoakCli, BadRatesAndModesNameTheOption) {
   const test::CommandResult rate = test::run_command(test::ethx_binary() + " soak --loss 1.5 2>&1");
   EXPECT_EQ(rate.exit_status, 2);
@@ -105,6 +133,16 @@ TEST(SoakCli, BadRatesAndModesNameTheOption) {
       test::run_command(test::ethx_binary() + " soak --link-retry crc 2>&1");
   EXPECT_EQ(llr.exit_status, 2);
   EXPECT_NE(llr.output.find("--link-retry"), std::string::npos) << llr.output;
+  const test::CommandResult flow =
+      test::run_command(test::ethx_binary() + " soak --flow-control xon 2>&1");
+  EXPECT_EQ(flow.exit_status, 2);
+  EXPECT_NE(flow.output.find("--flow-control"), std::string::npos) << flow.output;
+  // The emulator runs flow control over link-level retry only: the error names both fields.
+  const test::CommandResult bare = test::run_command(
+      test::ethx_binary() + " soak --flow-control cbfc --link-retry none --ops 1000 2>&1");
+  EXPECT_EQ(bare.exit_status, 2);
+  EXPECT_NE(bare.output.find("link.flow_control"), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("link.retry"), std::string::npos) << bare.output;
   const test::CommandResult direction =
       test::run_command(test::ethx_binary() + " soak --fault-direction both --reorder 0.01 2>&1");
   EXPECT_EQ(direction.exit_status, 2);

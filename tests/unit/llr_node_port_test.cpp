@@ -4,8 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <vector>
+#include "tests/unit/queue_port.hpp"
 
 namespace ethx {
 namespace {
@@ -13,56 +12,8 @@ namespace {
 const MacAddr kGpuMac = default_mac_for_gpu(0);
 const MacAddr kPortMac{{0x02, 0xe7, 0x68, 0xff, 0x00, 0x00}};
 
-// A transport port whose wire is two queues the test reads and fills.
-class QueuePort final : public NodePort {
- public:
-  std::deque<wire::Frame> sent;   // node -> switch
-  std::deque<wire::Frame> inbox;  // switch -> node
-  std::size_t room = 1000;        // frames try_send still takes
-  std::size_t kicks = 0;
-
-  const char* transport() const override { return "queue"; }
-  std::size_t max_frame_bytes() const override { return 2048; }
-  bool try_send(std::span<const std::byte> frame) override {
-    if (room == 0) return false;
-    --room;
-    sent.emplace_back(frame.begin(), frame.end());
-    return true;
-  }
-  bool can_send() const override { return room > 0; }
-  void kick() override { ++kicks; }
-  std::size_t receive(std::size_t max, FrameSink& sink) override {
-    std::size_t n = 0;
-    for (; n < max && !inbox.empty(); ++n) {
-      const wire::Frame frame = std::move(inbox.front());
-      inbox.pop_front();
-      sink.on_frame(frame);
-    }
-    return n;
-  }
-  void wait(std::int64_t, const std::function<bool()>&) override {}
-  void interrupt() override {}
-  bool has_input() override { return !inbox.empty(); }
-  void wait_unowned(std::int64_t, const std::function<bool()>&) override {}
-  void nap(std::int64_t, const std::function<bool()>&) override {}
-};
-
-class Collect final : public FrameSink {
- public:
-  std::vector<wire::Frame> frames;
-  void on_frame(std::span<const std::byte> frame) override {
-    frames.emplace_back(frame.begin(), frame.end());
-  }
-};
-
 struct NodeAndSwitchPort : ::testing::Test {
-  // Timers far in the future unless a test says otherwise: the port reads the real clock.
-  LinkRetryConfig config = [] {
-    LinkRetryConfig c;
-    c.replay_timeout_ns = 1'000'000'000;
-    c.ack_delay_ns = 1'000'000'000;
-    return c;
-  }();
+  LinkRetryConfig config = link_retry_without_timers();
   QueuePort* wire = nullptr;
   std::unique_ptr<LlrNodePort> node;
   LinkRetry port{config, wire::Crc::kOn};

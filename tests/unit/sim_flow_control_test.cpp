@@ -154,12 +154,18 @@ TEST(FlowConfig, BadFlowControlSettingsNameTheirField) {
   EXPECT_EQ(config_error("[link]\nclass_buffer_bytes = 1024"), "");
 }
 
-TEST(FlowConfig, TheEmulatorRefusesFlowControlByNameUntilItsNodesRunIt) {
+TEST(FlowConfig, TheEmulatorRunsFlowControlOnlyWithLinkLevelRetryNamingTheField) {
   try {
     require_emulated(parse_topology("[link]\nflow_control = \"pfc\"\n", "t.toml"));
-    FAIL() << "the emulator accepted flow control";
+    FAIL() << "the emulator accepted flow control without link training under it";
   } catch (const ConfigError& error) {
     EXPECT_NE(std::string(error.what()).find("link.flow_control"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("link.retry"), std::string::npos);
+  }
+  for (const char* mode : {"cbfc", "pfc"}) {
+    EXPECT_NO_THROW(require_emulated(parse_topology(
+        std::string("[link]\nretry = \"llr\"\nflow_control = \"") + mode + "\"\n", "t.toml")))
+        << mode;
   }
 }
 

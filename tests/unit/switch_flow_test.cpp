@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "packet-engine/flow_control.hpp"
+#include "packet-engine/link_retry.hpp"
 #include "packet-engine/wire.hpp"
 #include "switch/core/switch_core.hpp"
 
@@ -221,6 +222,47 @@ TEST(SwitchFlow, ALinkThatGoesDownGivesItsQueuedFramesBuffersBackAndStartsWithFu
   drain_port(core, 1, gpu1, 1, 0);
   EXPECT_EQ(gpu1.credit_bytes(TrafficClass::kRequests), 8 * kFrameBytes)
       << "GPU 1's sender got its credit back";
+}
+
+TEST(SwitchFlow, AGpuThatTrainsAgainStartsItsHopOverWithFullCreditAndQueuedFramesStay) {
+  // Link-level retry on both hops, as the emulator runs flow control (require_emulated).
+  SwitchConfig config = config_for(FlowControlMode::kCbfc, 2, 64 * kFrameBytes);
+  for (SwitchPortConfig& port : config.ports) port.link_retry = true;
+  config.link_retry.replay_buffer_bytes = 64 * kFrameBytes;
+  SwitchCore core(config);
+  LinkRetry gpu0(config.link_retry, config.crc);
+  std::vector<PortId> touched;
+  // Nine responses from GPU 0 to GPU 1: eight fill GPU 1's credit, the ninth waits for it.
+  for (TimeNs now = 0; now < 9; ++now) {
+    wire::Frame frame = frame_to(0, 1, wire::Opcode::kReadResp);
+    gpu0.stamp(frame, now);
+    core.on_frame(0, frame, now, touched);
+  }
+  std::size_t sent = 0;
+  core.release_held(10, touched);
+  for (; core.front(1) != nullptr; ++sent) core.pop(1, 10);
+  EXPECT_EQ(sent, 8u);
+  ASSERT_EQ(core.queued_frames(1), 1u);
+  EXPECT_LT(core.credit_bytes(1, TrafficClass::kResponses), kFrameBytes);
+  // GPU 1's process restarts and trains its hop: it never saw those eight frames, so it will
+  // never return their credit; the port starts over from full credit, as GPU 1 does.
+  LinkRetry restarted(config.link_retry, config.crc);
+  restarted.start_training(777, 11);
+  restarted.on_time(11);
+  wire::Frame train;
+  ASSERT_TRUE(restarted.take_control(train, default_mac_for_gpu(1)));
+  core.on_frame(1, train, 11, touched);
+  std::size_t data_frames = 0;
+  core.release_held(12, touched);
+  for (; const QueuedFrame* frame = core.front(1); core.pop(1, 12)) {
+    std::size_t payload_bytes = 0;
+    wire::Frame copy = frame->bytes;
+    if (restarted.receive(copy, 12, payload_bytes) == LinkRetry::Verdict::kDeliver) ++data_frames;
+  }
+  EXPECT_EQ(data_frames, 1u) << "the response that waited for credit went out";
+  EXPECT_EQ(core.queued_frames(1), 0u);
+  EXPECT_EQ(core.credit_bytes(1, TrafficClass::kResponses),
+            8 * kFrameBytes - frame_to(0, 1, wire::Opcode::kReadResp).size());
 }
 
 }  // namespace

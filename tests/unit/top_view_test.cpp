@@ -80,11 +80,32 @@ TEST(TopView, LinkLevelRetryShowsReplaysAndNaksOnlyOnPortsThatRunIt) {
   EXPECT_FALSE(rows[1].link_retry);
   const std::string page = format_top("f1", rows, 1.0);
   EXPECT_NE(page.find("replay"), std::string::npos) << page;
-  EXPECT_NE(page.find("        7        2\n"), std::string::npos) << page;
-  EXPECT_NE(page.find("        -        -\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("        7        2        -        -\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("        -        -        -        -\n"), std::string::npos) << page;
   const nlohmann::json doc = top_json(rows, 1.0);
   EXPECT_EQ(doc["ports"][0]["link_retry"]["frames_replayed"], 7);
   EXPECT_FALSE(doc["ports"][1].contains("link_retry"));
+}
+
+TEST(TopView, FlowControlShowsTheSmallerCreditAndTheWaitsOnlyOnPortsThatRunIt) {
+  nlohmann::json before = reading(10, 0, 0);
+  nlohmann::json after = reading(20, 0, 0);
+  before["ports"][0]["flow_control"] = {{"frames_held", 4},
+                                        {"credit_bytes", {{"requests", 65536}, {"responses", 0}}}};
+  after["ports"][0]["flow_control"] = {
+      {"frames_held", 10}, {"credit_bytes", {{"requests", 1200}, {"responses", 65536}}}};
+  const auto rows = port_rates(before, after, 1.0);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].flow_control);
+  EXPECT_EQ(rows[0].credit_bytes, 1200u) << "the class closer to running out";
+  EXPECT_EQ(rows[0].frames_held, 6u);
+  EXPECT_FALSE(rows[1].flow_control);
+  const std::string page = format_top("f1", rows, 1.0);
+  EXPECT_NE(page.find("credit"), std::string::npos) << page;
+  EXPECT_NE(page.find("     1200        6\n"), std::string::npos) << page;
+  const nlohmann::json doc = top_json(rows, 1.0);
+  EXPECT_EQ(doc["ports"][0]["flow_control"]["credit_bytes"], 1200);
+  EXPECT_FALSE(doc["ports"][1].contains("flow_control"));
 }
 
 TEST(TopView, TheIntervalIsTheSwitchsOwnBetweenItsReadings) {
