@@ -198,14 +198,17 @@ TEST(VmBench, QuickRunOnTemporaryVmsVerifiesDataAndLeavesNothing) {
 // The QEMU devices run link-level retry too (LlrNodePort, opened by GpuDevice): with 1 % loss
 // and 0.1 % corruption on both directions of both GPUs' hops and end-to-end reliability off,
 // the in-guest suite verifies its data, and the switch's ports show the replays it took.
-TEST(VmBench, LinkLevelRetryAloneCarriesTheInGuestSuiteThroughFaultsOnBothDirections) {
+// LLR and CBFC with two frames of credit per class and hop in the QEMU devices (FlowNodePort
+// above LlrNodePort) and the switch; end-to-end reliability off.
+TEST(VmBench, LinkLevelRetryAndCreditsCarryTheInGuestSuiteThroughFaultsOnBothDirections) {
   const ethx::test::VmPrerequisites found = ethx::test::find_vm_prerequisites();
   ASSERT_TRUE(found.missing.empty()) << found.missing;
   const auto root =
       std::filesystem::temp_directory_path() / ("ethx-vmllr-" + std::to_string(::getpid()));
   std::filesystem::create_directories(root);
   std::string config =
-      "[fabric]\ngpus = 2\n[link]\nretry = \"llr\"\n[reliability]\nmode = \"off\"\n";
+      "[fabric]\ngpus = 2\n[link]\nretry = \"llr\"\nflow_control = \"cbfc\"\n"
+      "class_buffer_bytes = 4096\ncredit_update_bytes = 1024\n[reliability]\nmode = \"off\"\n";
   for (int port = 0; port < 2; ++port) {
     config += "[[fault]]\nport = " + std::to_string(port) +
               "\ndirection = \"both\"\ndrop_rate = 0.01\ncorrupt_rate = 0.001\n";
@@ -223,14 +226,21 @@ TEST(VmBench, LinkLevelRetryAloneCarriesTheInGuestSuiteThroughFaultsOnBothDirect
   EXPECT_EQ(report["mismatches"], 0);
   EXPECT_EQ(report["errors"], 0);
   EXPECT_GT(report["verified_ops"].get<std::uint64_t>(), 100000u);
-  std::uint64_t injected = 0, replayed = 0;
+  std::uint64_t injected = 0, replayed = 0, updates = 0, held = 0, overruns = 0;
   for (const json& port : report["switch"]["ports"]) {
     injected += port["faults_dropped"].get<std::uint64_t>() +
                 port["faults_tx_dropped"].get<std::uint64_t>();
     replayed += port["link_retry"]["frames_replayed"].get<std::uint64_t>();
+    const json& flow = port["flow_control"];
+    updates += flow["credit_updates_received"].get<std::uint64_t>();  // from the devices
+    held += flow["frames_held"].get<std::uint64_t>();
+    overruns += flow["buffer_overruns"].get<std::uint64_t>();
   }
   EXPECT_GT(injected, 0u);
   EXPECT_GT(replayed, 0u);
+  EXPECT_GT(updates, 0u) << "the devices returned credit";
+  EXPECT_GT(held, 0u) << "the switch waited for the devices' credit";
+  EXPECT_EQ(overruns, 0u) << "no device sent past its credit";
 }
 
 std::string file_text(const std::filesystem::path& path) {
