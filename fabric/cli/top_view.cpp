@@ -107,7 +107,7 @@ std::string format_top(const std::string& fabric, const std::vector<PortRates>& 
                 "%-5s %4s %11s %11s %8s %8s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n",
                 fabric.c_str(), rows.size(), seconds, "port", "link", "rx frm/s", "tx frm/s",
                 "rx Gb/s", "tx Gb/s", "queue B", "queue max", "qfull", "bad", "linkdn", "other",
-                "replay", "nak", "credit", "held");
+                "replay", "nak", "credit B", "held");
   page += line;
   PortRates total;
   std::uint64_t dropped = 0;

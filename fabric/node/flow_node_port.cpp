@@ -110,7 +110,6 @@ void FlowNodePort::push_output(TimeNs now) {
     const auto c = static_cast<std::size_t>(*picked);
     if (!inner_->try_send(queues_[c].front())) break;
     sender_.on_sent(*picked, head_bytes[c]);
-    queued_bytes_[c] -= head_bytes[c];
     queues_[c].pop_front();
     pushed = true;
   }
@@ -123,21 +122,25 @@ bool FlowNodePort::try_send(std::span<const std::byte> frame) {
                         inner_->transport() + " transport with the link layer's trailer (at most " +
                         std::to_string(max_frame_bytes()) + " B)");
   }
-  const auto c = static_cast<std::size_t>(traffic_class_of(frame));
-  // A class buffer's worth waiting is as much as the far end could take at once anyway.
-  if (queued_bytes_[c] >= config_.class_buffer_bytes) {
-    push_output(monotonic_now_ns());
-    if (queued_bytes_[c] >= config_.class_buffer_bytes) return false;
-  }
-  queues_[c].emplace_back(frame.begin(), frame.end());
-  queued_bytes_[c] += frame.size();
-  push_output(monotonic_now_ns());
+  const TimeNs now = monotonic_now_ns();
+  reset_if_link_restarted();
+  const TrafficClass c = traffic_class_of(frame);
+  // Nothing waits and nothing is owed: straight down if the credit allows, without a copy.
+  if (frames_queued() == 0 && !control_owed() && send_alone(c, frame, now)) return true;
+  queues_[static_cast<std::size_t>(c)].emplace_back(frame.begin(), frame.end());
+  push_output(now);
   return true;
 }
 
-bool FlowNodePort::can_send() const {
-  return std::all_of(queued_bytes_.begin(), queued_bytes_.end(),
-                     [this](std::size_t bytes) { return bytes < config_.class_buffer_bytes; });
+bool FlowNodePort::send_alone(TrafficClass c, std::span<const std::byte> frame, TimeNs now) {
+  if (!inner_->can_send()) return false;
+  std::array<bool, kTrafficClasses> waiting{};
+  std::array<std::size_t, kTrafficClasses> head_bytes{};
+  waiting[static_cast<std::size_t>(c)] = true;
+  head_bytes[static_cast<std::size_t>(c)] = frame.size();
+  if (!sender_.pick(waiting, head_bytes, now) || !inner_->try_send(frame)) return false;
+  sender_.on_sent(c, frame.size());
+  return true;  // the caller kicks after its batch
 }
 
 std::size_t FlowNodePort::receive(std::size_t max, FrameSink& sink) {
@@ -164,12 +167,18 @@ bool FlowNodePort::has_input() {
 }
 
 std::optional<std::uint64_t> FlowNodePort::next_timer_ns() const {
-  std::optional<std::uint64_t> next = inner_->next_timer_ns();
-  if (frames_waiting() == 0) return next;
+  const std::optional<std::uint64_t> next = inner_->next_timer_ns();
+  const TimeNs now = monotonic_now_ns();
+  TimeNs mine = FlowSender::kNever;
   // A pause ends with time, not with a frame (PFC); credit comes with a frame (CBFC: kNever).
-  const TimeNs resume_ns = sender_.resume_at_ns(monotonic_now_ns());
-  if (resume_ns == FlowSender::kNever) return next;
-  return next ? std::min<std::uint64_t>(*next, resume_ns) : resume_ns;
+  if (frames_queued() > 0) mine = sender_.resume_at_ns(now);
+  // Output the link layer had no room for: a transmit ring's room signals nothing, so look
+  // again soon (as LlrNodePort does for its own).
+  if (holding_control_ || (frames_queued() > 0 && !inner_->can_send())) {
+    mine = std::min(mine, now + kBlockedPollNs);
+  }
+  if (mine == FlowSender::kNever) return next;
+  return next ? std::min<std::uint64_t>(*next, mine) : mine;
 }
 
 NodeLinkLayer link_layer_of(const NodePort& port) {

@@ -33,12 +33,12 @@ class FlowNodePort final : public LayeredNodePort {
                std::optional<PfcThresholds> thresholds, double rate_gbps, const MacAddr& mac);
 
   std::size_t max_frame_bytes() const override { return llr_.max_frame_bytes(); }
-  // Queues the frame under its class and sends what the credits allow. False when the class's
-  // queue already holds a class buffer's worth: the caller's backlog keeps the frame. Throws
+  // Queues the frame under its class and sends what the credits allow; always takes it, so a
+  // response is never stuck behind requests in the caller's backlog (one queue for both
+  // classes). The caller's writers see the queues in frames_queued() and wait on them. Throws
   // FrameTooLarge for a frame longer than max_frame_bytes().
   bool try_send(std::span<const std::byte> frame) override;
-  // Whether a frame of any class would be taken now (both queues are below their mark).
-  bool can_send() const override;
+  bool can_send() const override { return true; }
   // Returns the frames taken from the link layer (credit updates and pauses included).
   std::size_t receive(std::size_t max, FrameSink& sink) override;
   void wait(std::int64_t timeout_ns, const std::function<bool()>& also_ready) override;
@@ -50,7 +50,7 @@ class FlowNodePort final : public LayeredNodePort {
   // The sending and receiving ends' counters, summed (as `ethx sim` reports them).
   FlowControlCounters counters() const;
   std::size_t credit_bytes(TrafficClass c) const { return sender_.credit_bytes(c); }
-  std::size_t frames_waiting() const { return queues_[0].size() + queues_[1].size(); }
+  std::size_t frames_queued() const override { return queues_[0].size() + queues_[1].size(); }
   // Times the hop restarted (link training) and flow control started over with it.
   std::uint64_t flow_resets() const { return flow_resets_; }
 
@@ -59,12 +59,16 @@ class FlowNodePort final : public LayeredNodePort {
   // Sends the control frame owed first, then waiting frames as the credits or pauses allow.
   void push_output(TimeNs now);
   bool push_control(TimeNs now);
+  // try_send's way when no frame waits: the frame goes down now or not at all.
+  bool send_alone(TrafficClass c, std::span<const std::byte> frame, TimeNs now);
   // Both ends start over from full credit when the link layer below trained the hop again.
   void reset_if_link_restarted();
   std::uint64_t link_restarts() const;
   // Whether a waiting frame may go now (credit, no pause) and the link layer would take it.
   bool sendable(TimeNs now) const;
   bool control_owed() const { return holding_control_ || receiver_.control_due(); }
+  // How soon a caller looks again while the link layer below has no room for what is owed.
+  static constexpr TimeNs kBlockedPollNs = 50'000;
 
   LlrNodePort& llr_;  // *inner_: its counters say when the hop trained again
   FlowControlConfig config_;
@@ -74,7 +78,6 @@ class FlowNodePort final : public LayeredNodePort {
   FlowSender sender_;
   FlowReceiver receiver_;
   std::array<std::deque<wire::Frame>, kTrafficClasses> queues_;
-  std::array<std::size_t, kTrafficClasses> queued_bytes_{};
   // A credit update taken from the receiver that the link layer had no room for: it goes
   // first next time (dropping it could leave the switch waiting for credit for good).
   wire::Frame held_control_;

@@ -24,6 +24,7 @@ class LayeredNodePort : public NodePort {
   void nap(std::int64_t timeout_ns, const std::function<bool()>& ready) override {
     inner_->nap(timeout_ns, ready);
   }
+  std::size_t frames_queued() const override { return inner_->frames_queued(); }
 
  protected:
   explicit LayeredNodePort(std::unique_ptr<NodePort> inner) : inner_(std::move(inner)) {}

@@ -146,9 +146,7 @@ void NodeRuntime::pump(std::int64_t idle_wait_ns, const std::function<bool()>& a
   if (wait_ns > 0) {
     // A backlog is work too: wake as soon as the port can take a frame again (the switch
     // rings us when it drains a nearly full ring).
-    port_.wait(wait_ns, [&] {
-      return (also_ready && also_ready()) || (!backlog_.empty() && port_.can_send());
-    });
+    port_.wait(wait_ns, [&] { return (also_ready && also_ready()) || backlog_sendable(); });
   }
 }
 
@@ -181,9 +179,8 @@ bool NodeRuntime::wait_for_backlog_below(std::size_t frames) {
     // pump() transmits first, which may already be enough: then it must not wait at all.
     // Otherwise it wakes for room in the port, for received frames (ACKs that return credit)
     // and for the engine's timers.
-    pump(static_cast<std::int64_t>(topology_.request_timeout_ns), [this, frames] {
-      return backlog_frames() <= frames || (!backlog_.empty() && port_.can_send());
-    });
+    pump(static_cast<std::int64_t>(topology_.request_timeout_ns),
+         [this, frames] { return backlog_frames() <= frames || backlog_sendable(); });
     const TimeNs now = monotonic_now_ns();
     if (backlog_frames() < smallest) {
       smallest = backlog_frames();

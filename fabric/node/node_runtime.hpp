@@ -41,10 +41,15 @@ class NodeRuntime final : private FrameSink {
   NodePort& port() { return port_; }
   GpuId self() const { return self_; }
   const NodeRuntimeCounters& counters() const { return counters_; }
-  // Frames not yet on the wire: the port's backlog and frames waiting for link credit.
+  // Frames not yet on the wire: the port's backlog, frames waiting for the engine's credit
+  // ([reliability]) and frames the port holds for its link layer's ([link] flow_control).
   std::size_t backlog_frames() const {
-    return backlog_.size() + endpoint_.links().frames_waiting();
+    return backlog_.size() + endpoint_.links().frames_waiting() + port_.frames_queued();
   }
+  // Whether this runtime holds frames the port would take now: a round would send them. (Not
+  // backlog_frames() > 0: the engine's and the port's waiting frames wait for credit, which
+  // comes with a frame.)
+  bool backlog_sendable() const { return !backlog_.empty() && port_.can_send(); }
   // Blocking helpers (wait_for_*) throw Interrupted once *flag is true, so a node stops
   // promptly in the middle of a benchmark when its process is told to.
   void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }

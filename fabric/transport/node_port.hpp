@@ -52,6 +52,9 @@ class NodePort {
   // (monotonic ns; the link layer's ACK delay or replay timer), for a caller that plans its
   // sleeps. std::nullopt: never (a plain transport port has no timers).
   virtual std::optional<std::uint64_t> next_timer_ns() const { return std::nullopt; }
+  // Frames try_send took that the port itself still holds for sending (a link layer's queues,
+  // waiting for credit): part of the caller's backlog for its writers' back-pressure.
+  virtual std::size_t frames_queued() const { return 0; }
 };
 
 }  // namespace ethx

@@ -238,8 +238,7 @@ void GpuDevice::drive_while(const std::function<bool()>& busy, std::int64_t budg
 bool GpuDevice::node_has_work(TimeNs now_ns) {
   const NodeRuntime& node = impl_->node;
   const std::optional<TimeNs> wake_ns = node.next_wake_ns();
-  return impl_->port->has_input() || (wake_ns && now_ns >= *wake_ns) ||
-         (node.backlog_frames() > 0 && impl_->port->can_send());
+  return impl_->port->has_input() || (wake_ns && now_ns >= *wake_ns) || node.backlog_sendable();
 }
 
 // Hands the engine back after a caller drove it: wakes the service thread if work or a timer
@@ -389,8 +388,7 @@ void GpuDevice::serve() {
   // "look again" (the loop below then naps until the vCPU is done).
   const auto ready = [&] {
     return owner.service_has_work([&] {
-      return port.has_input() || requester.has_completion() ||
-             (impl_->node.backlog_frames() > 0 && port.can_send());
+      return port.has_input() || requester.has_completion() || impl_->node.backlog_sendable();
     });
   };
   const auto interrupted = [&] { return owner.nap_interrupted(); };

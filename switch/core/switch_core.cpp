@@ -351,8 +351,11 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
     ++out.counters.drops_link_down;
     return false;
   }
-  // Lossless under flow control: the far ends hold what the buffer cannot take.
-  if (!out.flow && out.queued_bytes + frame.size() > out.queue_bytes_limit) {
+  // Lossless under flow control: the far ends hold what the buffer cannot take. A frame from a
+  // port without it (a guest NIC's, in the emulator) is held back by nothing, so it still meets
+  // the queue's limit.
+  const bool lossless = out.flow && ports_[ingress].flow;
+  if (!lossless && out.queued_bytes + frame.size() > out.queue_bytes_limit) {
     ++out.counters.drops_queue_full;
     return false;
   }
@@ -366,8 +369,10 @@ bool SwitchCore::enqueue(PortId egress, PortId ingress, std::span<const std::byt
   }
   queued.enqueued_ns = now;
   queued.ingress = ingress;
-  // The first copy of a frame from a port with flow control keeps its buffer until it is sent.
-  queued.holds_ingress_buffer = ports_[ingress].flow != nullptr && !buffer_taken_;
+  // The first copy of a frame from a port with flow control keeps its buffer until it is sent,
+  // if it leaves through a port that gives it back then (take_scheduled); one that leaves
+  // through a port without flow control gives it back at once (on_frame).
+  queued.holds_ingress_buffer = lossless && !buffer_taken_;
   buffer_taken_ = buffer_taken_ || queued.holds_ingress_buffer;
   out.queued_bytes += queued.bytes.size();
   if (out.queued_bytes > out.counters.queue_bytes_high_water) {

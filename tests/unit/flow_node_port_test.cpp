@@ -104,14 +104,14 @@ TEST_F(FlowNodeAndSwitchPort, CreditsLetAClassBufferGoAndHoldTheRestUntilTheSwit
     ASSERT_TRUE(node->try_send(fabric_frame(wire::Opcode::kWritePosted, i)));
   }
   EXPECT_EQ(data_frames_on_wire(), 2u) << "512 B of credit: two 200 B frames";
-  EXPECT_EQ(node->frames_waiting(), 1u);
+  EXPECT_EQ(node->frames_queued(), 1u);
   EXPECT_EQ(node->credit_bytes(kReq), kClassBufferBytes - 2 * kFrameBytes);
   EXPECT_EQ(port_receiver.counters().buffer_overruns, 0u);
   switch_frees_its_buffer();  // a credit update, carried as LLR data
   node->receive(8, at_node);
   EXPECT_TRUE(at_node.frames.empty()) << "the credit update is the link layer's, not the node's";
   EXPECT_EQ(data_frames_on_wire(), 1u) << "the third frame went with the credit";
-  EXPECT_EQ(node->frames_waiting(), 0u);
+  EXPECT_EQ(node->frames_queued(), 0u);
   EXPECT_EQ(at_switch.frames.back().back(), std::byte{2}) << "the third one";
   const FlowControlCounters counters = node->counters();
   EXPECT_GE(counters.frames_held, 1u);
@@ -125,22 +125,43 @@ TEST_F(FlowNodeAndSwitchPort, AResponseOvertakesRequestsWaitingForCredit) {
   ASSERT_TRUE(node->try_send(fabric_frame(wire::Opcode::kReadResp, 9)));
   ASSERT_EQ(data_frames_on_wire(), 3u) << "the response has credit of its own";
   EXPECT_EQ(traffic_class_of(at_switch.frames.back()), kResp);
-  EXPECT_EQ(node->frames_waiting(), 1u) << "the third request still waits";
+  EXPECT_EQ(node->frames_queued(), 1u) << "the third request still waits";
 }
 
-TEST_F(FlowNodeAndSwitchPort, AFullClassQueueRefusesTheFrameSoTheCallersBacklogKeepsIt) {
+TEST_F(FlowNodeAndSwitchPort, EveryFrameIsTakenAndWhatWaitsShowsInFramesQueued) {
   start_trained();
-  std::size_t accepted = 0;
-  while (node->try_send(fabric_frame(wire::Opcode::kWritePosted))) ASSERT_LT(++accepted, 100u);
-  // Two on the wire, then a class buffer's worth waiting (512 B: the third of 200 B passes
-  // the mark).
-  EXPECT_EQ(accepted, 5u);
-  EXPECT_FALSE(node->can_send());
-  EXPECT_TRUE(node->try_send(fabric_frame(wire::Opcode::kReadResp))) << "the other class";
-  data_frames_on_wire();
+  // Far more than the credit: the port takes them all (a response behind them in the caller's
+  // one backlog would otherwise wait for the requests' credit), and says how many it holds.
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(node->try_send(fabric_frame(wire::Opcode::kWritePosted)));
+  EXPECT_TRUE(node->can_send());
+  EXPECT_EQ(data_frames_on_wire(), 2u);
+  EXPECT_EQ(node->frames_queued(), 8u);
+  ASSERT_TRUE(node->try_send(fabric_frame(wire::Opcode::kReadResp)));
+  EXPECT_EQ(data_frames_on_wire(), 3u) << "the response went at once";
   switch_frees_its_buffer();
   node->receive(8, at_node);
-  EXPECT_TRUE(node->try_send(fabric_frame(wire::Opcode::kWritePosted))) << "credit came back";
+  EXPECT_EQ(node->frames_queued(), 6u) << "two more requests went with the credit";
+}
+
+TEST_F(FlowNodeAndSwitchPort, ACreditUpdateTheTransportHadNoRoomForGoesFirstOnceItHas) {
+  start_trained();
+  for (std::uint8_t i = 0; i < 2; ++i) {
+    port_sender.on_sent(kResp, kFrameBytes);
+    switch_sends(fabric_frame(wire::Opcode::kReadResp, i));
+  }
+  wire->room = 0;  // the transmit ring is full
+  node->receive(8, at_node);
+  ASSERT_EQ(at_node.frames.size(), 2u);
+  // Owed output asks to be looked at within 50 us (the LLR timers are a second away).
+  ASSERT_TRUE(node->next_timer_ns().has_value());
+  EXPECT_LE(*node->next_timer_ns(), monotonic_now_ns() + 1'000'000);
+  EXPECT_TRUE(wire->sent.empty());
+  wire->room = 100;
+  node->receive(8, at_node);  // the caller's next round
+  switch_round();
+  EXPECT_EQ(port_sender.credit_bytes(kResp), kClassBufferBytes) << "the update was kept, not lost";
+  EXPECT_EQ(node->counters().credit_updates_sent, 1u);
 }
 
 TEST_F(FlowNodeAndSwitchPort, TheNodeReturnsCreditForEveryFrameItTakes) {
@@ -172,7 +193,7 @@ TEST_F(FlowNodeAndSwitchPort, ASwitchThatTrainsAgainStartsTheNodesCreditsOver) {
   wire->inbox.push_back(train);
   node->receive(8, at_node);
   EXPECT_EQ(node->flow_resets(), 1u);
-  EXPECT_EQ(node->frames_waiting(), 0u) << "the waiting frame went under the new credit";
+  EXPECT_EQ(node->frames_queued(), 0u) << "the waiting frame went under the new credit";
   EXPECT_EQ(node->credit_bytes(kReq), kClassBufferBytes - kFrameBytes);
   EXPECT_EQ(data_frames_on_wire(), 3u);
 }

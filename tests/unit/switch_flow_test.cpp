@@ -224,6 +224,29 @@ TEST(SwitchFlow, ALinkThatGoesDownGivesItsQueuedFramesBuffersBackAndStartsWithFu
       << "GPU 1's sender got its credit back";
 }
 
+TEST(SwitchFlow, APortWithoutFlowControlHoldsNoCreditAndItsFramesMeetTheQueueLimit) {
+  // Port 2's far end runs no flow control (a guest NIC in the emulator).
+  SwitchConfig config = config_for(FlowControlMode::kCbfc, 3, 4 * kFrameBytes);
+  config.ports[2].flow_control = false;
+  SwitchCore core(config);
+  EXPECT_FALSE(core.flow_control_counters(2).has_value());
+  FlowSender gpu1(core.config().flow_control, 800.0);
+  std::vector<PortId> touched;
+  // GPU 1 -> port 2: its buffer goes back as the frames are queued there, not when they leave.
+  std::vector<wire::Frame> to_nic(3, frame_to(1, 2, wire::Opcode::kWritePosted));
+  EXPECT_EQ(send_while_allowed(core, gpu1, 1, to_nic, 0, touched), 3u);
+  EXPECT_EQ(core.ingress_buffer_bytes(1, TrafficClass::kRequests), 0u);
+  drain_port(core, 1, gpu1, 1, 0);
+  EXPECT_EQ(gpu1.credit_bytes(TrafficClass::kRequests), 8 * kFrameBytes) << "credit came back";
+  // Port 2 -> GPU 0, which returns no credit yet: nothing holds port 2's sender back, so its
+  // frames meet GPU 0's queue limit (4 KiB) instead of queueing without end.
+  for (TimeNs now = 2; now < 12; ++now) {
+    core.on_frame(2, frame_to(2, 0, wire::Opcode::kWritePosted), now, touched);
+  }
+  EXPECT_GT(core.counters(0).drops_queue_full, 0u);
+  EXPECT_LE(core.queued_bytes(0), 4 * kFrameBytes);
+}
+
 TEST(SwitchFlow, AGpuThatTrainsAgainStartsItsHopOverWithFullCreditAndQueuedFramesStay) {
   // Link-level retry on both hops, as the emulator runs flow control (require_emulated).
   SwitchConfig config = config_for(FlowControlMode::kCbfc, 2, 64 * kFrameBytes);

@@ -101,7 +101,7 @@ TEST(TopView, FlowControlShowsTheSmallerCreditAndTheWaitsOnlyOnPortsThatRunIt) {
   EXPECT_EQ(rows[0].frames_held, 6u);
   EXPECT_FALSE(rows[1].flow_control);
   const std::string page = format_top("f1", rows, 1.0);
-  EXPECT_NE(page.find("credit"), std::string::npos) << page;
+  EXPECT_NE(page.find("credit B"), std::string::npos) << page;
   EXPECT_NE(page.find("     1200        6\n"), std::string::npos) << page;
   const nlohmann::json doc = top_json(rows, 1.0);
   EXPECT_EQ(doc["ports"][0]["flow_control"]["credit_bytes"], 1200);
