@@ -40,6 +40,7 @@ FlowControlConfig flow_config(FlowControlMode mode) {
 struct FlowNodeAndSwitchPort : ::testing::Test {
   LinkRetryConfig llr_config = link_retry_without_timers();
   FlowControlConfig flow = flow_config(FlowControlMode::kCbfc);
+  double rate_gbps = kRateGbps;  // the node's link: PFC's pause quanta are bit times at it
   QueuePort* wire = nullptr;
   std::unique_ptr<FlowNodePort> node;
   LinkRetry port{llr_config, wire::Crc::kOn};
@@ -52,7 +53,7 @@ struct FlowNodeAndSwitchPort : ::testing::Test {
     auto transport = std::make_unique<QueuePort>();
     wire = transport.get();
     auto llr = std::make_unique<LlrNodePort>(std::move(transport), llr_config, kGpuMac, 99);
-    node = std::make_unique<FlowNodePort>(std::move(llr), flow, thresholds, kRateGbps, kGpuMac);
+    node = std::make_unique<FlowNodePort>(std::move(llr), flow, thresholds, rate_gbps, kGpuMac);
     switch_round();
     node->receive(8, at_node);
     ASSERT_FALSE(node->link_retry_port().training());
@@ -200,10 +201,13 @@ TEST_F(FlowNodeAndSwitchPort, ASwitchThatTrainsAgainStartsTheNodesCreditsOver) {
 
 TEST_F(FlowNodeAndSwitchPort, APauseHoldsRequestsUntilItEndsAndResponsesGoMeanwhile) {
   flow = flow_config(FlowControlMode::kPfc);
+  // A slow link, so the pause outlasts the test's own steps on the wall clock (ASan, a busy
+  // machine): 65535 quanta of 512 bit times at 0.2 Gb/s are 168 ms (42 us at 800 Gb/s).
+  rate_gbps = 0.2;
+  constexpr TimeNs kPauseNs = 65535ull * 512 * 5;  // ns: 512 bits at 0.2 Gb/s take 2560 ns
   start_trained(PfcThresholds{.xoff_bytes = 400, .xon_bytes = 0});
-  // The switch's buffer for the node's requests is past xoff: an XOFF for requests, 65535
-  // quanta (42 us at 800 Gb/s).
-  FlowReceiver full(flow, PfcThresholds{.xoff_bytes = 100, .xon_bytes = 0}, kRateGbps);
+  // The switch's buffer for the node's requests is past xoff: an XOFF for requests.
+  FlowReceiver full(flow, PfcThresholds{.xoff_bytes = 100, .xon_bytes = 0}, rate_gbps);
   full.on_arrival(kReq, kFrameBytes, 1);
   wire::Frame xoff;
   ASSERT_TRUE(full.take_control(xoff, kPortMac, 1));
@@ -216,9 +220,10 @@ TEST_F(FlowNodeAndSwitchPort, APauseHoldsRequestsUntilItEndsAndResponsesGoMeanwh
   EXPECT_EQ(traffic_class_of(at_switch.frames.back()), kResp);
   const std::optional<std::uint64_t> resume = node->next_timer_ns();
   ASSERT_TRUE(resume.has_value()) << "a pause ends with time: the port says when";
-  EXPECT_LE(*resume, paused_at + 41'943);
+  EXPECT_LE(*resume, paused_at + kPauseNs);
+  EXPECT_GT(*resume, paused_at) << "not over yet";
   // The caller's loop: has_input() turns true once the pause is over.
-  while (!node->has_input()) ASSERT_LT(monotonic_now_ns(), paused_at + 1'000'000'000);
+  while (!node->has_input()) ASSERT_LT(monotonic_now_ns(), paused_at + 10 * kPauseNs);
   EXPECT_GE(monotonic_now_ns(), *resume);
   node->receive(8, at_node);
   EXPECT_EQ(data_frames_on_wire(), 2u) << "the request went when the pause ended";
