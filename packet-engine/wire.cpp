@@ -254,12 +254,13 @@ void FrameBuilder::start(const FrameAddress& address, Frame buffer) {
 
 void FrameBuilder::start(const FrameAddress& address) {
   address_ = address;
-  frame_.clear();
   frame_.reserve(frame_bytes_max_);
   // The headers, and room for the CRC at the end from the start: finish() then writes into a
   // frame already of its final size instead of growing it once more (a zero-fill and a store
-  // of the vector's end, read back at once when the frame is handed out).
-  frame_.resize(kBodyOffset + kCrcBytes);
+  // of the vector's end, read back at once when the frame is handed out). Copied from zeros,
+  // not resize()d: resize fills std::byte one byte at a time.
+  static constexpr std::array<std::byte, kBodyOffset + kCrcBytes> kBlank{};
+  frame_.assign(kBlank.begin(), kBlank.end());
   txn_count_ = 0;
   last_txn_offset_ = 0;
   started_ = true;

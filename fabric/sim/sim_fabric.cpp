@@ -109,14 +109,9 @@ std::uint32_t SimFabric::max_op_bytes() const {
   return static_cast<std::uint32_t>(std::min<std::size_t>(chunk * tags, 1u << 30));
 }
 
-std::uint32_t SimFabric::take_slot() {
-  if (free_slots_.empty()) {
-    slots_.emplace_back();
-    return static_cast<std::uint32_t>(slots_.size() - 1);
-  }
-  const std::uint32_t slot = free_slots_.back();
-  free_slots_.pop_back();
-  return slot;
+std::uint32_t SimFabric::new_slot() {
+  slots_.emplace_back();
+  return static_cast<std::uint32_t>(slots_.size() - 1);
 }
 
 void SimFabric::release_slot(std::uint32_t slot) {
@@ -155,9 +150,6 @@ SimReport SimFabric::run(Workload& workload) {
   std::uint64_t events = 0;
   while (!queue_.empty() && !only_endless_timers_left()) {
     const Event event = queue_.pop();
-    if (event.kind == kWake || event.kind == kLinkFault || event.kind == kLinkTimer) {
-      --timers_pending_;
-    }
     // The next event's frame was written long ago (in modelled time, hundreds of thousands of
     // events) and is cold: start fetching it while this event runs.
     if (!queue_.empty()) prefetch(queue_.top());
@@ -167,10 +159,6 @@ SimReport SimFabric::run(Workload& workload) {
   }
   fill_report(workload, events);
   return report_;
-}
-
-bool SimFabric::only_endless_timers_left() const {
-  return workload_done_ && queue_.size() == timers_pending_ && (links_down_ > 0 || peers_down_ > 0);
 }
 
 void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
@@ -284,12 +272,14 @@ void SimFabric::dispatch(const Event& event) {
       on_deliver(static_cast<GpuId>(event.target), event.kind - kDeliverResponses, event.arg);
       break;
     case kWake:
+      --timers_pending_;  // a timer, not work in progress
       on_wake(static_cast<GpuId>(event.target));
       break;
     case kRelease:
       on_release(event.target);
       break;
     case kLinkFault:
+      --timers_pending_;  // a timer, not work in progress
       on_link_fault(static_cast<GpuId>(event.target), event.arg != 0);
       break;
     case kRoceSend:
@@ -305,6 +295,7 @@ void SimFabric::dispatch(const Event& event) {
       on_roce_completion(static_cast<GpuId>(event.target));
       break;
     case kLinkTimer:
+      --timers_pending_;  // a timer, not work in progress
       on_link_timer(static_cast<GpuId>(event.target));
       break;
     default:
@@ -403,15 +394,11 @@ void SimFabric::after_engine(GpuId gpu) {
   }
 }
 
-void SimFabric::schedule_wake(GpuId gpu) {
-  if (!effects_.wake_at) return;
+void SimFabric::schedule_wake_at(GpuId gpu, TimePs wake_ps) {
   Gpu& state = gpus_[gpu];
-  const TimePs wake_ps = *effects_.wake_at * kPsPerNs;
-  if (wake_ps < state.wake_pending) {
-    state.wake_pending = std::max(wake_ps, now_);
-    queue_.push(state.wake_pending, kWake, gpu);
-    ++timers_pending_;
-  }
+  state.wake_pending = std::max(wake_ps, now_);
+  queue_.push(state.wake_pending, kWake, gpu);
+  ++timers_pending_;
 }
 
 void SimFabric::count_completion(const Completion& completion, const OpRecord& record) {
@@ -440,10 +427,6 @@ void SimFabric::note_liveness(Gpu& state) {
     state.seen_marked_up = counters.peers_marked_up;
     if (!liveness.first_up_ps) liveness.first_up_ps = now_;
   }
-}
-
-bool SimFabric::has_frame(const Link& link) const {
-  return switches_[link.from.node]->front(link.from.port) != nullptr;
 }
 
 void SimFabric::kick(std::uint32_t link_index) {

@@ -139,8 +139,14 @@ class SimFabric {
   void on_arrival(std::uint32_t link_index, std::uint32_t slot);
   void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);
   void on_wake(GpuId gpu);
-  // An endpoint call asked to be polled: schedules the wake-up unless one comes earlier.
-  void schedule_wake(GpuId gpu);
+  // If an endpoint call asked to be polled: schedules the wake-up unless one comes earlier
+  // (the usual case, inline: a requester asks after every call, for its next deadline).
+  void schedule_wake(GpuId gpu) {
+    if (effects_.wake_at && *effects_.wake_at * kPsPerNs < gpus_[gpu].wake_pending) {
+      schedule_wake_at(gpu, *effects_.wake_at * kPsPerNs);
+    }
+  }
+  void schedule_wake_at(GpuId gpu, TimePs wake_ps);  // earlier than the one pending
 
   // --engine roce (sim_roce.cpp).
   void add_roce_gpus();
@@ -182,7 +188,10 @@ class SimFabric {
   void count_completion(const Completion& completion, const OpRecord& record);
   // Notes the time of the first peer marked down and up again, from the requester's counters.
   void note_liveness(Gpu& state);
-  bool only_endless_timers_left() const;
+  bool only_endless_timers_left() const {
+    return workload_done_ && queue_.size() == timers_pending_ &&
+           (links_down_ > 0 || peers_down_ > 0);
+  }
   void fill_report(const Workload& workload, std::uint64_t events);
   void add_switch_reports();
   void add_liveness_report();
@@ -193,8 +202,19 @@ class SimFabric {
   void start_tx(std::uint32_t link_index);
   // Puts the frame in `slot` on the wire at `start` and schedules its arrival.
   void launch(std::uint32_t link_index, std::uint32_t slot, TimePs start);
-  bool has_frame(const Link& link) const;
-  std::uint32_t take_slot();
+  bool has_frame(const Link& link) const {
+    return switches_[link.from.node]->front(link.from.port) != nullptr;
+  }
+  // A slot for a frame in flight: the last one freed, or a new one (rare once warm).
+  std::uint32_t take_slot() {
+    if (free_slots_.empty()) [[unlikely]] {
+      return new_slot();
+    }
+    const std::uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  std::uint32_t new_slot();
   void release_slot(std::uint32_t slot);
   TimeNs now_ns() const { return now_ / kPsPerNs; }
 

@@ -297,7 +297,7 @@ void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
   }
 }
 
-TimeNs SwitchCore::next_release_ns() const {
+TimeNs SwitchCore::next_timed_release_ns() const {
   TimeNs next = kNoRelease;
   for (PortId port : llr_ports_) {
     if (ports_[port].up) next = std::min(next, ports_[port].llr->next_deadline_ns());

@@ -197,7 +197,11 @@ class SwitchCore {
   // that then have a frame to send. A runtime calls release_held every pass and, when idle,
   // sleeps no longer than until next_release_ns().
   void release_held(TimeNs now, std::vector<PortId>& egress_touched);
-  TimeNs next_release_ns() const;  // kNoRelease when nothing is held or timed
+  TimeNs next_release_ns() const {  // kNoRelease when nothing is held or timed
+    // Inline for the usual switch, which has neither: the simulator asks after every frame.
+    if (ports_holding_ == 0 && llr_ports_.empty() && flow_ports_.empty()) return kNoRelease;
+    return next_timed_release_ns();
+  }
   // True while a spike stalls `ingress`: a runtime that can back-pressure the sender (shared
   // memory rings) leaves the port's frames where they are until then; others may hand them in
   // and the core holds them (up to the port's egress_queue_bytes, beyond that they are dropped
@@ -247,6 +251,8 @@ class SwitchCore {
   bool port_up(PortId port) const;         // false for out-of-range ports
 
  private:
+  // next_release_ns() for a switch with held frames or timed ports.
+  TimeNs next_timed_release_ns() const;
   struct HeldFrame {
     wire::Frame bytes;
     bool reorder = false;    // drawn on arrival, applied when it is forwarded
