@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "fabric/platform/huge_page_heap.hpp"
 #include "fabric/sim/sim_calibrate.hpp"
 #include "fabric/sim/sim_fabric.hpp"
 
@@ -139,15 +140,20 @@ int run(const SimOptions& options) {
   }
   std::cout.flush();
   const double per_second = wall > 0 ? 1.0 / wall : 0.0;
+  const ResidentMemory memory = resident_memory();
+  constexpr double kMiB = 1024.0 * 1024.0;
   std::fprintf(stderr,
                "ethx sim: wall %.3f s, %llu events (%.3g events/s), %llu frames delivered "
-               "(%.3g frames/s), %llu link transmissions (%.3g/s)\n",
+               "(%.3g frames/s), %llu link transmissions (%.3g/s), %.0f MiB resident "
+               "(%.0f MiB in huge pages)\n",
                wall, static_cast<unsigned long long>(report.events),
                static_cast<double>(report.events) * per_second,
                static_cast<unsigned long long>(report.frames_delivered),
                static_cast<double>(report.frames_delivered) * per_second,
                static_cast<unsigned long long>(report.link_frames),
-               static_cast<double>(report.link_frames) * per_second);
+               static_cast<double>(report.link_frames) * per_second,
+               static_cast<double>(memory.resident_bytes) / kMiB,
+               static_cast<double>(memory.huge_page_bytes) / kMiB);
   return report.complete ? 0 : 1;
 }
 

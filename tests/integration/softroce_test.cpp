@@ -47,6 +47,14 @@ class SoftRoce : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (::geteuid() != 0) return;
+    // A run-directory root of the suite's own (ETHX_RUN_DIR), removed at the end with the
+    // lock files `ethx down` leaves.
+    std::string missing;
+    run_root_ = test::make_suite_run_root("ethx-srxe", missing);
+    if (run_root_.empty()) {
+      up_output_ = missing;
+      return;
+    }
     name_ = "srxe-t" + std::to_string(::getpid() % 100000);
     const test::ProcessResult up =
         test::run_with_deadline({ethx_binary(), "up", "--name", name_, "--vms", "2",
@@ -76,6 +84,7 @@ class SoftRoce : public ::testing::Test {
         EXPECT_NE(link.rfind(netns::run_prefix(tag_), 0), 0u) << "left behind: " << link;
       }
     }
+    test::remove_suite_run_root(run_root_);
   }
 
   void SetUp() override {
@@ -90,6 +99,7 @@ class SoftRoce : public ::testing::Test {
   }
 
   static inline std::string name_, tag_, logs_, up_output_;
+  static inline std::filesystem::path run_root_;
   static inline bool up_ = false;
 };
 

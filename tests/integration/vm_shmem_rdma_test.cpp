@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ class RdmaFabric : public ::testing::Environment {
  public:
   void SetUp() override {
     if (::geteuid() != 0) return;
+    // A run-directory root of the suite's own (ETHX_RUN_DIR), removed at the end with the
+    // lock files `ethx down` leaves.
+    run_root = test::make_suite_run_root("ethx-shrd", up_output);
+    if (run_root.empty()) return;
     name = "shrd-t" + std::to_string(::getpid() % 100000);
     const test::ProcessResult up = test::run_with_deadline(
         {kBin + "/ethx", "up", "--name", name, "--vms", "2", "--gpus-per-vm", "2", "--guest-nics",
@@ -46,9 +51,11 @@ class RdmaFabric : public ::testing::Environment {
     const test::ProcessResult down = test::run_with_deadline(
         {kBin + "/ethx", "down", "--name", name, "--quiet"}, std::chrono::seconds(120));
     EXPECT_EQ(down.exit_status, 0) << down.output;
+    test::remove_suite_run_root(run_root);
   }
 
   static inline std::string name, up_output;
+  static inline std::filesystem::path run_root;
   static inline bool is_up = false;
 };
 
