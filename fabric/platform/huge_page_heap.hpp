@@ -2,10 +2,11 @@
 //
 // `ethx sim` keeps tens to hundreds of MB of frames, queues and per-GPU state, and touches a
 // few lines of each at a time in an order no cache follows: with 4 KiB pages nearly every such
-// touch is a TLB miss as well. Debian's kernel gives huge pages only to memory that asks for
-// them (/sys/kernel/mm/transparent_hugepage/enabled = madvise), and glibc's malloc asks only
-// when its tunable glibc.malloc.hugetlb=1 is set, which glibc reads once, at start-up: so the
-// program re-executes itself with it set (docs/simulator.md, "Round 6").
+// touch is a TLB miss as well. A kernel in "madvise" mode (as here:
+// /sys/kernel/mm/transparent_hugepage/enabled) gives huge pages only to memory that asks for
+// them, and glibc's malloc asks only when its tunable glibc.malloc.hugetlb=1 is set, which glibc
+// reads once, at start-up: so the program re-executes itself with it set (docs/simulator.md,
+// "Round 6"). In "always" mode the tunable changes nothing; in "never" mode nothing can.
 #pragma once
 
 #include <cstdint>
