@@ -335,6 +335,7 @@ void Requester::on_peer_frame(GpuId src) {
   peer_flags_[src] = 0;
   if (!was_down) return;
   ++counters_.peers_marked_up;
+  ++liveness_transitions_;
   down_peers_.erase(std::find(down_peers_.begin(), down_peers_.end(), src));
 }
 
@@ -352,6 +353,7 @@ void Requester::note_timeout(GpuId dst, TimeNs now) {
   peer_flags_[dst] |= kPeerDown;
   peer.next_probe_ns = now + config_.liveness.probe_interval_ns;
   ++counters_.peers_marked_down;
+  ++liveness_transitions_;
   down_peers_.push_back(dst);
 }
 

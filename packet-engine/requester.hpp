@@ -113,6 +113,11 @@ class Requester {
   std::optional<Completion> take_completion();
   bool has_completion() const { return !completions_.empty(); }
   const RequesterCounters& counters() const { return counters_; }
+  // Changes whenever a peer is marked down or up (peers_marked_down + peers_marked_up). It sits
+  // beside the completions, which a runtime reads after every call anyway, so a runtime that
+  // follows liveness checks this instead of the counters' colder line (docs/simulator.md,
+  // "Round 6").
+  std::uint64_t liveness_transitions() const { return liveness_transitions_; }
 
  private:
   struct TagSlot {
@@ -154,7 +159,9 @@ class Requester {
                          std::uint32_t length, std::uint32_t data_offset, TimeNs now);
   void resolve_fragment(std::uint16_t index, wire::Status status, std::uint64_t fault_addr,
                         TimeNs now);
-  bool dst_known(GpuId dst) const { return dst < config_.gpu_macs.size(); }
+  // peer_flags_ has one entry per GPU of the config, and is read next anyway (the config's
+  // vector is a line of its own).
+  bool dst_known(GpuId dst) const { return dst < peer_flags_.size(); }
   // Fails `id` at once if `dst` is unknown or down; true if it did.
   bool fail_if_unreachable(OpIndex op, GpuId dst, std::uint64_t address, TimeNs now);
   void note_timeout(GpuId dst, TimeNs now);
@@ -170,8 +177,9 @@ class Requester {
   std::vector<PendingOp> ops_;
   std::vector<OpIndex> free_ops_;
   Fifo<Completion> completions_;
-  std::vector<PeerLiveness> liveness_;    // indexed by GpuId
-  std::vector<std::uint8_t> peer_flags_;  // PeerFlag bits, indexed by GpuId
+  std::uint64_t liveness_transitions_ = 0;  // see liveness_transitions()
+  std::vector<PeerLiveness> liveness_;      // indexed by GpuId
+  std::vector<std::uint8_t> peer_flags_;    // PeerFlag bits, indexed by GpuId
   std::vector<GpuId> down_peers_;
   OpId next_op_ = 1;
   RequesterCounters counters_;

@@ -415,7 +415,11 @@ void SimFabric::count_completion(const Completion& completion, const OpRecord& r
 }
 
 void SimFabric::note_liveness(Gpu& state) {
-  const RequesterCounters& counters = state.endpoint->requester().counters();
+  const Requester& requester = state.endpoint->requester();
+  // Almost always nothing changed: one compare on lines after_engine reads anyway.
+  if (requester.liveness_transitions() == state.seen_liveness_transitions) return;
+  state.seen_liveness_transitions = requester.liveness_transitions();
+  const RequesterCounters& counters = requester.counters();
   LivenessReport& liveness = report_.liveness;
   if (counters.peers_marked_down != state.seen_marked_down) {
     peers_down_ += counters.peers_marked_down - state.seen_marked_down;

@@ -115,6 +115,9 @@ class SimFabric {
     // (handed over on arrival), [1] with requests (handed over when the completer is done).
     std::array<Fifo<Link::InFlight>, 2> delivering;
     TimePs wake_pending = UINT64_MAX;
+    // The requester's liveness_transitions() last seen, beside wake_pending, which after_engine
+    // reads anyway.
+    std::uint64_t seen_liveness_transitions = 0;
     OpRecords ops;  // operations issued and not yet completed
     // The requester's liveness transitions already seen (to time the first of each).
     std::uint64_t seen_marked_down = 0;

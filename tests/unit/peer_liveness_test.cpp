@@ -213,8 +213,11 @@ TEST(PeerLiveness, OpsToADownPeerCompleteAtOnceWithUnreachable) {
 TEST(PeerLiveness, AnyFrameFromThePeerBringsItBackUp) {
   Net net(2);
   net.kill(1);
+  const std::uint64_t transitions_before = net.requester(0).liveness_transitions();
   net.time_out_reads(0, 1, kDownAfter);
   ASSERT_TRUE(net.requester(0).peer_down(1));
+  // The one number a runtime polls changes with each transition (sim_fabric.cpp).
+  EXPECT_EQ(net.requester(0).liveness_transitions(), transitions_before + 1);
   net.start(1, 999);  // a new process for GPU 1, which speaks first
   const OpId from_peer = net.read(1, 0);
   net.advance_to(net.now() + 1);
@@ -222,6 +225,7 @@ TEST(PeerLiveness, AnyFrameFromThePeerBringsItBackUp) {
   EXPECT_FALSE(net.requester(0).peer_down(1));
   EXPECT_TRUE(net.requester(0).down_peers().empty());
   EXPECT_EQ(net.requester(0).counters().peers_marked_up, 1u);
+  EXPECT_EQ(net.requester(0).liveness_transitions(), transitions_before + 2);
   const OpId id = net.read(0, 1);
   net.advance_to(net.now() + 1);
   const auto done = net.completion(0, id);
