@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -198,6 +199,8 @@ TEST(SimCalibrate, TheCommandRefusesBadFilesAndOtherOptionsWithStatus2) {
   EXPECT_EQ(run_sim_command(options), 2);
   options.workload = "incast";  // the experiments are the report's
   EXPECT_EQ(run_sim_command(options), 2);
+  std::filesystem::remove(garbage);
+  std::filesystem::remove(wrong);
 }
 
 TEST(SimCalibrate, APostedStreamIsBoundByItsSlowestStage) {
