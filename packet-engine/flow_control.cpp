@@ -139,6 +139,7 @@ bool FlowSender::may_send(TrafficClass c, std::size_t frame_bytes, TimeNs now) c
 }
 
 void FlowSender::on_sent(TrafficClass c, std::size_t frame_bytes) {
+  deficit_bytes_[class_index(c)] -= static_cast<std::int64_t>(frame_bytes);
   if (config_.mode != FlowControlMode::kCbfc) return;
   sent_bytes_[class_index(c)] += static_cast<std::uint32_t>(frame_bytes);
 }
@@ -198,12 +199,12 @@ std::optional<TrafficClass> FlowSender::pick(
   }
   blocked_ = false;
   // Deficit round robin: the class whose turn it is sends while its deficit covers its next
-  // frame; then the turn passes and the next eligible class gets its weight. Ends because
-  // weights are positive (the config check).
+  // frame (on_sent() takes the frame's bytes off); then the turn passes and the next eligible
+  // class gets its weight. Ends because weights are positive (the config check). Asked again
+  // before on_sent(), it stops at the same class without adding weight again.
   for (;;) {
     const std::size_t c = turn_;
     if (eligible[c] && deficit_bytes_[c] >= static_cast<std::int64_t>(head_bytes[c])) {
-      deficit_bytes_[c] -= static_cast<std::int64_t>(head_bytes[c]);
       return static_cast<TrafficClass>(c);
     }
     turn_ = (turn_ + 1) % kTrafficClasses;

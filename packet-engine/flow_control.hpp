@@ -127,7 +127,7 @@ class FlowSender {
 
   // Whether `frame_bytes` of class `c` may be sent at `now`.
   bool may_send(TrafficClass c, std::size_t frame_bytes, TimeNs now) const;
-  // The frame was sent: CBFC takes its credit.
+  // The frame was sent: CBFC takes its credit and the class's round-robin deficit pays for it.
   void on_sent(TrafficClass c, std::size_t frame_bytes);
   // A flow-control frame from the far end (is_flow_control_frame): applies it. Malformed ones
   // are counted and ignored.
@@ -136,6 +136,8 @@ class FlowSender {
   TimeNs resume_at_ns(TimeNs now) const;
   // The class to send next among those with a frame waiting (`waiting[c]`) that may go, by
   // deficit round robin; std::nullopt if none may. `head_bytes[c]` is each class's next frame.
+  // Charges nothing: on_sent() does, so a frame the layer below then refuses (a full replay
+  // buffer) costs its class no turn, and asking again picks the same class.
   std::optional<TrafficClass> pick(const std::array<bool, kTrafficClasses>& waiting,
                                    const std::array<std::size_t, kTrafficClasses>& head_bytes,
                                    TimeNs now);

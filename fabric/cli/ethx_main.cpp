@@ -437,8 +437,8 @@ int main(int argc, char** argv) {
     if (command == "config") return config(argc - 1, argv + 1);
     if (command == "compare") return compare(argc - 1, argv + 1);
     if (command == "sim") {
-      // Huge pages make the simulator 7-14 % faster (docs/simulator.md, "Round 6"); this
-      // returns only if they were asked for already, turned off, or the exec failed.
+      // Huge pages make the simulator faster (docs/simulator.md, "Round 6"); this returns
+      // only if they were asked for already, turned off, or the exec failed.
       if (const std::string why = ethx::reexec_with_huge_page_heap(argv); !why.empty()) {
         std::cerr << "ethx sim: running with 4 KiB pages (" << why << ")\n";
       }

@@ -103,7 +103,7 @@ void FlowNodePort::push_output(TimeNs now) {
       waiting[c] = !queues_[c].empty();
       if (waiting[c]) head_bytes[c] = queues_[c].front().size();
     }
-    // Asked only when the link layer has room: pick() charges the class's round-robin deficit.
+    // Nothing to ask while the link layer has no room (pick() charges nothing: on_sent() does).
     if (!(waiting[0] || waiting[1]) || !inner_->can_send()) break;
     const std::optional<TrafficClass> picked = sender_.pick(waiting, head_bytes, now);
     if (!picked) break;

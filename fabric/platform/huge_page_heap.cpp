@@ -11,7 +11,16 @@
 namespace ethx {
 
 namespace {
+
 constexpr const char* kTunable = "glibc.malloc.hugetlb";
+
+// Valgrind runs a program inside its tool and preloads vgpreload_*.so: an exec would replace
+// the tool (its /proc/self/exe), so under valgrind the program runs as it is.
+bool under_valgrind() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload != nullptr && std::strstr(preload, "vgpreload") != nullptr;
+}
+
 }  // namespace
 
 std::string tunables_with_huge_pages(const char* current) {
@@ -20,15 +29,6 @@ std::string tunables_with_huge_pages(const char* current) {
   const std::string added = std::string(kTunable) + "=1";
   return tunables.empty() ? added : tunables + ":" + added;
 }
-
-namespace {
-// Valgrind runs a program inside its tool and preloads vgpreload_*.so: an exec would replace
-// the tool (its /proc/self/exe), so under valgrind the program runs as it is.
-bool under_valgrind() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  return preload != nullptr && std::strstr(preload, "vgpreload") != nullptr;
-}
-}  // namespace
 
 std::string reexec_with_huge_page_heap(char** argv) {
   const std::string tunables = tunables_with_huge_pages(std::getenv("GLIBC_TUNABLES"));

@@ -209,6 +209,7 @@ TEST(FlowControl, DeficitRoundRobinSharesBytesByWeightAndSkipsAPausedClass) {
   for (int i = 0; i < 300; ++i) {
     const auto c = sender.pick({true, true}, {512, 512}, 0);
     ASSERT_TRUE(c.has_value());
+    sender.on_sent(*c, 512);
     sent[static_cast<std::size_t>(*c)] += 512;
   }
   EXPECT_NEAR(static_cast<double>(sent[0]) / static_cast<double>(sent[1]), 2.0, 0.1);
@@ -220,6 +221,24 @@ TEST(FlowControl, DeficitRoundRobinSharesBytesByWeightAndSkipsAPausedClass) {
   limited.on_sent(kReq, 1024);
   EXPECT_EQ(limited.pick({true, true}, {512, 512}, 0), kResp) << "requests have no credit";
   EXPECT_EQ(limited.pick({true, false}, {512, 0}, 0), std::nullopt);
+}
+
+TEST(FlowControl, AFrameTheLayerBelowRefusesCostsItsClassNoTurn) {
+  FlowControlConfig config;
+  config.weight_bytes = {1024, 1024};
+  FlowSender sender(config, kRateGbps);
+  std::array<std::size_t, kTrafficClasses> sent{};
+  for (int i = 0; i < 400; ++i) {
+    const auto c = sender.pick({true, true}, {512, 512}, 0);
+    ASSERT_TRUE(c.has_value());
+    if (*c == kReq && i % 2 == 0) {
+      // The link layer below refused it (a full replay buffer): offered again, it goes first.
+      EXPECT_EQ(sender.pick({true, true}, {512, 512}, 0), kReq) << "offer " << i;
+    }
+    sender.on_sent(*c, 512);
+    sent[static_cast<std::size_t>(*c)] += 512;
+  }
+  EXPECT_EQ(sent[0], sent[1]) << "equal weights, equal bytes, refusals or not";
 }
 
 }  // namespace
