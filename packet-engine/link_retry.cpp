@@ -15,6 +15,9 @@ namespace {
 constexpr unsigned kMaxBackoffShift = 10;
 // The adaptive replay timer stays within this many times the configured one.
 constexpr TimeNs kMaxAdaptiveTimeoutFactor = 32;
+// Buffers of acknowledged frames kept for the next ones: as many as a replay buffer of a few
+// hundred KB holds frames. A frame acknowledged when there are more is freed.
+constexpr std::size_t kMaxSpareBuffers = 1024;
 
 // Sequence comparison across wrap-around: > 0 if `a` is after `b`.
 std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) {
@@ -104,7 +107,14 @@ bool LinkRetry::can_send(std::size_t frame_bytes) const {
 void LinkRetry::stamp(wire::Frame& frame, TimeNs now) {
   append_trailer(frame, next_seq_, LlrKind::kData, epoch_, crc_);
   const bool replay_pending = replay_next_ < unacked_.size();
-  unacked_.push_back(Sent{next_seq_++, now, frame});
+  Sent& sent = unacked_.append();
+  sent.seq = next_seq_++;
+  sent.sent_ns = now;
+  if (!spare_bytes_.empty()) {
+    sent.bytes.swap(spare_bytes_.back());
+    spare_bytes_.pop_back();
+  }
+  sent.bytes.assign(frame.begin(), frame.end());
   unacked_bytes_ += frame.size();
   // A frame sent now is not to be sent again, unless a replay before it will resend it anyway.
   if (!replay_pending) replay_next_ = unacked_.size();
@@ -262,10 +272,11 @@ void LinkRetry::on_ack(std::uint32_t next_expected, bool nak, TimeNs now) {
   std::size_t acked = 0;
   std::optional<TimeNs> round_trip_ns;
   while (!unacked_.empty() && seq_diff(next_expected, unacked_.front().seq) > 0) {
-    const Sent& sent = unacked_.front();
+    Sent& sent = unacked_.front();
     round_trip_ns =
         sent.replayed || now < sent.sent_ns ? std::nullopt : std::optional(now - sent.sent_ns);
     unacked_bytes_ -= sent.bytes.size();
+    if (spare_bytes_.size() < kMaxSpareBuffers) spare_bytes_.push_back(std::move(sent.bytes));
     unacked_.pop_front();
     ++acked;
   }

@@ -17,10 +17,10 @@
 #include <boost/endian/buffers.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <span>
 
 #include "address-map/fabric_types.hpp"
+#include "packet-engine/fifo.hpp"
 #include "packet-engine/wire.hpp"
 
 namespace ethx {
@@ -194,7 +194,10 @@ class LinkRetry {
   // Sender.
   std::uint32_t next_seq_ = 0;
   std::uint8_t epoch_ = 0;
-  std::deque<Sent> unacked_;  // in sequence order
+  Fifo<Sent> unacked_;  // in sequence order
+  // Buffers of acknowledged frames, which stamp() copies the next frames into: no allocation
+  // per frame sent.
+  std::vector<wire::Frame> spare_bytes_;
   std::size_t unacked_bytes_ = 0;
   std::size_t replay_next_ = 0;  // unacked_[replay_next_..] are to be sent again
   unsigned backoff_shift_ = 0;   // the replay timer is replay_timeout_ns() << this

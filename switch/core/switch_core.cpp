@@ -45,6 +45,7 @@ SwitchCore::SwitchCore(SwitchConfig config)
       training_rng_(static_cast<std::mt19937::result_type>(config_.link_training_seed)) {
   if (config_.ports.empty()) throw std::invalid_argument("switch needs at least one port");
   ports_.resize(config_.ports.size());
+  link_timers_.resize(ports_.size());
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     const double rate_gbps = config_.ports[i].rate_gbps;
     // The simulator divides by the rate to get serialization time.
@@ -299,9 +300,7 @@ void SwitchCore::release_held(TimeNs now, std::vector<PortId>& egress_touched) {
 
 TimeNs SwitchCore::next_timed_release_ns() const {
   TimeNs next = kNoRelease;
-  for (PortId port : llr_ports_) {
-    if (ports_[port].up) next = std::min(next, ports_[port].llr->next_deadline_ns());
-  }
+  if (!llr_ports_.empty()) next = std::min(next, link_timers_.earliest_ns());
   if (!flow_ports_.empty()) next = std::min(next, next_flow_deadline_ns());
   if (ports_holding_ == 0) return next;
   for (const Port& port : ports_) {
@@ -468,10 +467,12 @@ void SwitchCore::set_port_up(PortId port, bool up) {
     // The far end did not see the link go (a process behind a ring or a veth): train again.
     if (target.llr && config_.link_training)
       target.llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
+    note_link_timer(port);
     return;
   }
   drop_queued(target);
   reset_link(target);
+  note_link_timer(port);
   // Frames a delay spike holds were still on the link, which is gone now.
   drop_held(target);
   target.stalled_until_ns = 0;

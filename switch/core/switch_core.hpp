@@ -26,6 +26,7 @@
 #include "packet-engine/link_retry.hpp"
 #include "packet-engine/mac_addr.hpp"
 #include "packet-engine/wire.hpp"
+#include "switch/core/earliest_deadline.hpp"
 
 namespace ethx {
 
@@ -357,6 +358,9 @@ class SwitchCore {
   bool take_scheduled(PortId egress, wire::Frame& out, TimeNs now);
   // `frame` left the buffer of its ingress port (sent, or lost): its credit goes back.
   void release_ingress_buffer(PortId ingress, TrafficClass c, std::size_t frame_bytes);
+  // After anything that may move port `port`'s link-level retry timer (a frame in or out, its
+  // timer running, its link going down or up): tells link_timers_.
+  void note_link_timer(PortId port);
   void run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched);
   TimeNs next_flow_deadline_ns() const;
   void drop_queued(Port& port);
@@ -366,8 +370,11 @@ class SwitchCore {
   std::unordered_map<std::uint64_t, Route> routes_;  // keyed by MacAddr::as_u64()
   std::uint64_t routes_epoch_ = 0;                   // bumped by every change to routes_
   std::uint64_t drops_bad_port_ = 0;
-  std::size_t ports_holding_ = 0;   // ports with held frames: release_held's fast path
-  std::vector<PortId> llr_ports_;   // ports with link-level retry, for their timers
+  std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
+  std::vector<PortId> llr_ports_;  // ports with link-level retry, for their timers
+  // Each port's link-level retry timer (kNever for a port without one or down), as
+  // note_link_timer() last saw it.
+  EarliestDeadline link_timers_;
   std::vector<PortId> flow_ports_;  // ports with flow control, for their pauses
   // Ports that got a frame to send outside on_frame / release_held (a sent frame freed buffer
   // and a credit update or XON became due on its ingress port): the next release_held reports

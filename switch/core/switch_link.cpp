@@ -26,6 +26,13 @@ void SwitchCore::add_link_retry(PortId port) {
     ports_[port].llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
   ports_[port].staging = true;
   llr_ports_.push_back(port);
+  note_link_timer(port);
+}
+
+void SwitchCore::note_link_timer(PortId port) {
+  const Port& p = ports_[port];
+  if (!p.llr) return;
+  link_timers_.set(port, p.up ? p.llr->next_deadline_ns() : EarliestDeadline::kNever);
 }
 
 bool SwitchCore::accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
@@ -51,11 +58,15 @@ bool SwitchCore::accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
 
 void SwitchCore::restage(PortId egress, TimeNs now, std::vector<PortId>* egress_touched) {
   Port& port = ports_[egress];
-  if (!port.up) return;
-  while (!port.has_staged && take_next(egress, port.staged.bytes, now)) {
-    port.has_staged = survives_tx_faults(port, port.staged.bytes);
+  if (port.up) {
+    while (!port.has_staged && take_next(egress, port.staged.bytes, now)) {
+      port.has_staged = survives_tx_faults(port, port.staged.bytes);
+    }
+    if (port.has_staged && egress_touched) egress_touched->push_back(egress);
   }
-  if (port.has_staged && egress_touched) egress_touched->push_back(egress);
+  // Every change to a port's link-level retry passes here: a frame received (its ACK or NAK),
+  // a frame taken to send, its timer run.
+  note_link_timer(egress);
 }
 
 bool SwitchCore::take_next(PortId egress, wire::Frame& out, TimeNs now) {
@@ -110,10 +121,10 @@ void SwitchCore::after_tx(PortId egress, std::size_t frame_bytes, TimeNs now) {
 }
 
 void SwitchCore::run_link_timers(TimeNs now, std::vector<PortId>& egress_touched) {
+  if (link_timers_.earliest_ns() > now) return;
   for (PortId port : llr_ports_) {
-    Port& p = ports_[port];
-    if (!p.up || p.llr->next_deadline_ns() > now) continue;
-    p.llr->on_time(now);
+    if (link_timers_.at(port) > now) continue;  // kNever for a port that is down
+    ports_[port].llr->on_time(now);
     restage(port, now, &egress_touched);
   }
 }
