@@ -46,6 +46,7 @@ SwitchCore::SwitchCore(SwitchConfig config)
   if (config_.ports.empty()) throw std::invalid_argument("switch needs at least one port");
   ports_.resize(config_.ports.size());
   link_timers_.resize(ports_.size());
+  flow_timers_.resize(ports_.size());
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     const double rate_gbps = config_.ports[i].rate_gbps;
     // The simulator divides by the rate to get serialization time.
@@ -467,12 +468,12 @@ void SwitchCore::set_port_up(PortId port, bool up) {
     // The far end did not see the link go (a process behind a ring or a veth): train again.
     if (target.llr && config_.link_training)
       target.llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
-    note_link_timer(port);
+    note_timers(port);
     return;
   }
   drop_queued(target);
   reset_link(target);
-  note_link_timer(port);
+  note_timers(port);
   // Frames a delay spike holds were still on the link, which is gone now.
   drop_held(target);
   target.stalled_until_ns = 0;

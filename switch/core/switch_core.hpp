@@ -358,9 +358,10 @@ class SwitchCore {
   bool take_scheduled(PortId egress, wire::Frame& out, TimeNs now);
   // `frame` left the buffer of its ingress port (sent, or lost): its credit goes back.
   void release_ingress_buffer(PortId ingress, TrafficClass c, std::size_t frame_bytes);
-  // After anything that may move port `port`'s link-level retry timer (a frame in or out, its
-  // timer running, its link going down or up): tells link_timers_.
-  void note_link_timer(PortId port);
+  // After anything that may move port `port`'s link-level retry or flow-control timer (a frame
+  // in or out, a timer running, a buffer freed, its link going down or up): tells
+  // link_timers_ and flow_timers_.
+  void note_timers(PortId port);
   void run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched);
   TimeNs next_flow_deadline_ns() const;
   void drop_queued(Port& port);
@@ -372,9 +373,10 @@ class SwitchCore {
   std::uint64_t drops_bad_port_ = 0;
   std::size_t ports_holding_ = 0;  // ports with held frames: release_held's fast path
   std::vector<PortId> llr_ports_;  // ports with link-level retry, for their timers
-  // Each port's link-level retry timer (kNever for a port without one or down), as
-  // note_link_timer() last saw it.
+  // Each port's link-level retry timer and flow-control timer (kNever for a port without one
+  // or down), as note_timers() last saw them.
   EarliestDeadline link_timers_;
+  EarliestDeadline flow_timers_;
   std::vector<PortId> flow_ports_;  // ports with flow control, for their pauses
   // Ports that got a frame to send outside on_frame / release_held (a sent frame freed buffer
   // and a credit update or XON became due on its ingress port): the next release_held reports

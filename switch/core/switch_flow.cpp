@@ -49,6 +49,7 @@ void SwitchCore::reset_flow(PortId port) {
                                                    false,
                                                    0,
                                                    {}});
+    note_timers(port);
     return;
   }
   // Frames queued for the far end stay (they are sent under the new hop's credit); the
@@ -59,6 +60,7 @@ void SwitchCore::reset_flow(PortId port) {
   flow->receiver = FlowReceiver(config, thresholds, link.rate_gbps);
   flow->blocked = false;
   flow->retry_at_ns = 0;
+  note_timers(port);
 }
 
 bool SwitchCore::accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs now,
@@ -71,6 +73,7 @@ bool SwitchCore::accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs
   }
   in.flow->receiver.on_arrival(traffic_class_of(frame.bytes), frame.bytes.size(), now);
   if (in.flow->receiver.control_due()) restage(ingress, now, &egress_touched);  // XOFF
+  note_timers(ingress);
   return false;
 }
 
@@ -114,6 +117,7 @@ void SwitchCore::release_ingress_buffer(PortId ingress, TrafficClass c, std::siz
   if (!in.flow) return;
   in.flow->receiver.on_departure(c, frame_bytes);
   if (in.flow->receiver.control_due() && !in.has_staged) ready_ports_.push_back(ingress);
+  note_timers(ingress);
 }
 
 void SwitchCore::run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched) {
@@ -121,27 +125,25 @@ void SwitchCore::run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched
   std::vector<PortId> ready;
   ready.swap(ready_ports_);
   for (PortId port : ready) restage(port, now, &egress_touched);
+  // Only ports whose timer has come (a pause ending, an XOFF to renew): what else lets a port
+  // send restages it when it happens (credit or an XON arriving, its buffer freed, an ACK).
+  if (flow_timers_.earliest_ns() > now) return;
   for (PortId port : flow_ports_) {
     Port& p = ports_[port];
-    if (!p.up) continue;
-    p.flow->receiver.on_time(now);  // an XOFF to renew
+    if (flow_timers_.at(port) > now) continue;  // kNever for a port that is down
+    p.flow->receiver.on_time(now);              // an XOFF to renew
     const bool control = p.flow->receiver.control_due();
     if (!p.has_staged && (control || (p.flow->blocked && p.flow->retry_at_ns <= now))) {
-      restage(port, now, &egress_touched);
+      restage(port, now, &egress_touched);  // notes its timers
+    } else if (flow_timers_.at(port) <= now) {
+      note_timers(port);  // on_time renewed an XOFF: its timer moved
     }
   }
 }
 
 TimeNs SwitchCore::next_flow_deadline_ns() const {
   if (!ready_ports_.empty()) return now_ns_;
-  TimeNs next = kNoRelease;
-  for (PortId port : flow_ports_) {
-    const Port& p = ports_[port];
-    if (!p.up) continue;
-    if (p.flow->blocked && !p.has_staged) next = std::min(next, p.flow->retry_at_ns);
-    next = std::min(next, p.flow->receiver.next_deadline_ns());
-  }
-  return next;
+  return flow_timers_.earliest_ns();  // note_timers() keeps every port's
 }
 
 // Everything queued on a port that went down is lost, and gives its ingress buffer back.

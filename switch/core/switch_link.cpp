@@ -26,13 +26,21 @@ void SwitchCore::add_link_retry(PortId port) {
     ports_[port].llr->start_training(static_cast<std::uint32_t>(training_rng_()), now_ns_);
   ports_[port].staging = true;
   llr_ports_.push_back(port);
-  note_link_timer(port);
+  note_timers(port);
 }
 
-void SwitchCore::note_link_timer(PortId port) {
+void SwitchCore::note_timers(PortId port) {
   const Port& p = ports_[port];
-  if (!p.llr) return;
-  link_timers_.set(port, p.up ? p.llr->next_deadline_ns() : EarliestDeadline::kNever);
+  if (p.llr) link_timers_.set(port, p.up ? p.llr->next_deadline_ns() : EarliestDeadline::kNever);
+  if (!p.flow) return;
+  // What next_flow_deadline_ns() waits for on this port: a pause that holds its frames back
+  // ending, and the receiver's XOFF to renew.
+  TimeNs at_ns = EarliestDeadline::kNever;
+  if (p.up) {
+    if (p.flow->blocked && !p.has_staged) at_ns = p.flow->retry_at_ns;
+    at_ns = std::min(at_ns, p.flow->receiver.next_deadline_ns());
+  }
+  flow_timers_.set(port, at_ns);
 }
 
 bool SwitchCore::accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
@@ -64,9 +72,9 @@ void SwitchCore::restage(PortId egress, TimeNs now, std::vector<PortId>* egress_
     }
     if (port.has_staged && egress_touched) egress_touched->push_back(egress);
   }
-  // Every change to a port's link-level retry passes here: a frame received (its ACK or NAK),
-  // a frame taken to send, its timer run.
-  note_link_timer(egress);
+  // Every change to a port's link-level retry passes here (a frame received and its ACK or
+  // NAK, a frame taken to send, its timer run), and to its flow control's sending side.
+  note_timers(egress);
 }
 
 bool SwitchCore::take_next(PortId egress, wire::Frame& out, TimeNs now) {
