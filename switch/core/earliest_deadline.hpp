@@ -1,8 +1,9 @@
 // The earliest of many deadlines that change one at a time: a switch's ports' link-level retry
-// timers. Asking every port for its timer on every frame cost a third of a simulation with
-// link-level retry (docs/simulator.md, "Round 7"); this keeps each port's deadline as last
-// noted and their minimum, and looks at them all again only when the one that held the minimum
-// moved later. Sans-I/O: the caller notes a slot after anything that may move its deadline.
+// timers, and their flow-control timers. Asking every port for its timers on every frame cost
+// a third of a simulation with link-level retry and two thirds with flow control as well
+// (docs/simulator.md, "Round 7"); this keeps each port's deadline as last noted and their
+// minimum, and looks at them all again only when the one that held the minimum moved later.
+// Sans-I/O: the caller notes a slot after anything that may move its deadline.
 #pragma once
 
 #include <cstddef>
