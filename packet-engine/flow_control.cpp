@@ -301,6 +301,7 @@ void FlowReceiver::write_credit_update(wire::Frame& out, const MacAddr& src) {
     update.freed_bytes[c] = freed_bytes_[c];
     reported_bytes_[c] = freed_bytes_[c];
   }
+  out.reserve(sizeof update + kControlFrameTailroomBytes);
   out.resize(sizeof update);
   std::memcpy(out.data(), &update, sizeof update);
   ++counters_.credit_updates_sent;
@@ -321,6 +322,7 @@ void FlowReceiver::write_pause(wire::Frame& out, const MacAddr& src, TimeNs now)
     pause_due_[c] = false;
   }
   pfc.class_enable = enable;
+  out.reserve(sizeof pfc + kControlFrameTailroomBytes);
   out.resize(sizeof pfc);
   std::memcpy(out.data(), &pfc, sizeof pfc);
   ++counters_.pause_frames_sent;

@@ -106,6 +106,11 @@ struct CreditUpdateFrame {
 static_assert(sizeof(CreditUpdateFrame) == 60);
 inline constexpr std::uint16_t kCreditMagic = 0x4346;  // "CF"
 
+// Room a credit update or pause frame is written with beyond its 60 bytes, for what the hop's
+// link layer appends before it leaves (LLR's 12-byte trailer, link_retry.hpp): the trailer then
+// fits the buffer instead of growing it, one allocation per control frame fewer.
+inline constexpr std::size_t kControlFrameTailroomBytes = 16;
+
 // Whether `frame` is a flow-control frame (PFC or credit update) rather than data.
 bool is_flow_control_frame(std::span<const std::byte> frame);
 

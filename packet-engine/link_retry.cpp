@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "packet-engine/ethernet.hpp"
+#include "packet-engine/flow_control.hpp"
 
 namespace ethx {
 namespace {
@@ -18,6 +19,8 @@ constexpr TimeNs kMaxAdaptiveTimeoutFactor = 32;
 // Buffers of acknowledged frames kept for the next ones: as many as a replay buffer of a few
 // hundred KB holds frames. A frame acknowledged when there are more is freed.
 constexpr std::size_t kMaxSpareBuffers = 1024;
+// Flow control writes its credit updates and pauses with room for the trailer stamp() appends.
+static_assert(kLlrTrailerBytes <= kControlFrameTailroomBytes);
 
 // Sequence comparison across wrap-around: > 0 if `a` is after `b`.
 std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) {

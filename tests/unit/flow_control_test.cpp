@@ -81,6 +81,8 @@ TEST(FlowControl, CbfcSenderStopsWhenTheReceiversBufferIsSpokenForAndResumesOnCr
   wire::Frame update;
   ASSERT_TRUE(receiver.take_control(update, kMac, 0));
   EXPECT_EQ(update.size(), 60u);
+  EXPECT_GE(update.capacity(), 60u + kControlFrameTailroomBytes)
+      << "written with room for a link-layer trailer, so appending it allocates nothing";
   EXPECT_TRUE(is_flow_control_frame(update));
   EXPECT_FALSE(receiver.control_due());
   sender.on_control(update, 0);
@@ -156,6 +158,7 @@ TEST(FlowControl, PfcPausesAClassAtXoffAndReleasesItAtXon) {
   ASSERT_TRUE(receiver.control_due()) << "8192 B: XOFF";
   wire::Frame xoff;
   ASSERT_TRUE(receiver.take_control(xoff, kMac, 10));
+  EXPECT_GE(xoff.capacity(), sizeof(PfcFrame) + kControlFrameTailroomBytes);
   PfcFrame frame;
   std::memcpy(&frame, xoff.data(), sizeof frame);
   EXPECT_EQ(frame.ether_type.value(), 0x8808);
