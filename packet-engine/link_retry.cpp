@@ -52,6 +52,7 @@ void append_trailer(wire::Frame& frame, std::uint32_t seq, LlrKind kind, std::ui
 }
 
 void write_control_header(wire::Frame& out, const MacAddr& src) {
+  out.reserve(kLlrControlFrameBytes);  // the trailer then fits without moving the frame
   out.assign(kEthernetHeaderBytes, std::byte{0});
   EthernetHeader header{};
   std::memcpy(header.dst, kLinkControlMac, 6);

@@ -172,6 +172,18 @@ class SimFabric {
   // The next waiting frame the NIC may send (into `out`); false if none may go now.
   bool take_waiting(Gpu& state, wire::Frame& out, TimeNs start_ns);
   bool take_flow_control(Gpu& state, wire::Frame& out, const MacAddr& mac, TimeNs start_ns);
+  // The NIC's next frame is one it writes itself: an ACK or NAK, a replay, a credit update or
+  // a pause.
+  static bool nic_writes_next(const Gpu& state) {
+    return (state.llr && state.llr->has_output()) ||
+           (state.flow_receiver && state.flow_receiver->control_due());
+  }
+  // Gives an empty `frame` a spare buffer of the engines' (Effects::spare), if there is one.
+  void lend_spare(wire::Frame& frame) {
+    if (frame.capacity() > 0 || effects_.spare.empty()) return;
+    frame.swap(effects_.spare.back());
+    effects_.spare.pop_back();
+  }
   void on_gpu_arrival(GpuId gpu, std::uint32_t slot);
   void schedule_link_timer(GpuId gpu);
   void on_link_timer(GpuId gpu);

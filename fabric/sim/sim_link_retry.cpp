@@ -106,6 +106,10 @@ void SimFabric::send_on_gpu_link(GpuId gpu) {
     const TimeNs start_ns = start / kPsPerNs;
     const std::uint32_t slot = take_slot();
     wire::Frame& frame = slots_[slot];
+    // What the NIC writes itself (an ACK, a credit update, a replay's copy) goes into a
+    // recycled buffer: a free slot holds none, and each would allocate one. (Not for a waiting
+    // frame: it brings its own, and the lent one would be freed.)
+    if (nic_writes_next(state)) lend_spare(frame);
     // ACK/NAK, then a credit update or pause, then replays, then new frames.
     const bool sent = (state.llr && state.llr->take_control(frame, mac)) ||
                       take_flow_control(state, frame, mac, start_ns) ||

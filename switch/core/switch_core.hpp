@@ -174,8 +174,10 @@ class SwitchCore {
                 std::vector<PortId>& egress_touched);
   // on_frame for a runtime that has no further use for `frame`: where on_frame would copy it
   // into one egress queue (or hold it behind a delay spike), this takes its buffer instead and
-  // leaves `frame` empty; otherwise `frame` is left as it was. The same decisions, counters
-  // and queues as on_frame: the simulator moves every frame through its switches this way.
+  // leaves `frame` empty; so it does, to write its own ACKs and credit updates into, with a
+  // link-level retry or flow-control frame the port consumed. Otherwise `frame` is left as it
+  // was. The same decisions, counters and queues as on_frame: the simulator moves every frame
+  // through its switches this way.
   void on_owned_frame(PortId ingress, wire::Frame& frame, TimeNs now,
                       std::vector<PortId>& egress_touched);
 
@@ -340,6 +342,11 @@ class SwitchCore {
   // `egress_touched` if it then has one and `egress_touched` is given.
   void restage(PortId egress, TimeNs now, std::vector<PortId>* egress_touched = nullptr);
   bool take_next(PortId egress, wire::Frame& out, TimeNs now);
+  // The buffers of link and flow-control frames the switch received and consumed, handed out
+  // again for the ones it writes itself: the runtime takes each frame it sends and leaves an
+  // empty one in its place, so each ACK or credit update would allocate otherwise.
+  void keep_spare(const Incoming& consumed);
+  void lend_spare(Port& port, wire::Frame& out);
   // Applies tx faults to a prepared frame: false if it is lost.
   bool survives_tx_faults(Port& port, wire::Frame& frame);
   void run_link_timers(TimeNs now, std::vector<PortId>& egress_touched);
@@ -388,6 +395,7 @@ class SwitchCore {
   std::mt19937_64 fault_rng_;
   std::mt19937 training_rng_;  // link training nonces (a stream of its own: faults stay as seeded)
   wire::Frame corrupted_;      // scratch for a frame with an injected bit flip
+  std::vector<wire::Frame> spare_frames_;  // keep_spare, lend_spare
 };
 
 }  // namespace ethx

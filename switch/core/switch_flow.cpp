@@ -68,6 +68,7 @@ bool SwitchCore::accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs
   Port& in = ports_[ingress];
   if (is_flow_control_frame(frame.bytes)) {
     in.flow->sender.on_control(frame.bytes, now);
+    keep_spare(frame);
     restage(ingress, now, &egress_touched);  // credit or an XON may let a class go
     return true;
   }

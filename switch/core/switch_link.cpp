@@ -54,7 +54,10 @@ bool SwitchCore::accept_link_frame(PortId ingress, Incoming& frame, TimeNs now,
   if (in.flow && in.llr->counters().trainings_answered != trainings_answered) reset_flow(ingress);
   // An ACK may free the replay buffer, a NAK start a replay, a frame make an ACK due.
   restage(ingress, now, &egress_touched);
-  if (verdict != LinkRetry::Verdict::kDeliver) return false;
+  if (verdict != LinkRetry::Verdict::kDeliver) {
+    keep_spare(frame);
+    return false;
+  }
   if (frame.owner) {
     frame.owner->resize(payload_bytes);
     frame.bytes = *frame.owner;
@@ -77,8 +80,27 @@ void SwitchCore::restage(PortId egress, TimeNs now, std::vector<PortId>* egress_
   note_timers(egress);
 }
 
+void SwitchCore::keep_spare(const Incoming& consumed) {
+  constexpr std::size_t kMaxSpareFrames = 64;  // a few per port's worth: they are reused at once
+  if (consumed.owner == nullptr || spare_frames_.size() >= kMaxSpareFrames) return;
+  spare_frames_.push_back(std::move(*consumed.owner));
+  consumed.owner->clear();  // moved from: empty, as the runtime expects of a frame it gave
+}
+
+void SwitchCore::lend_spare(Port& port, wire::Frame& out) {
+  if (out.capacity() > 0 || spare_frames_.empty()) return;
+  // Only for a frame the port writes itself (a queued frame brings its own buffer, and one
+  // lent to it would be freed).
+  const bool writes_own =
+      (port.llr && port.llr->has_output()) || (port.flow && port.flow->receiver.control_due());
+  if (!writes_own) return;
+  out.swap(spare_frames_.back());
+  spare_frames_.pop_back();
+}
+
 bool SwitchCore::take_next(PortId egress, wire::Frame& out, TimeNs now) {
   Port& port = ports_[egress];
+  lend_spare(port, out);
   if (port.llr && port.llr->take_control(out, port_mac(egress))) return true;
   // A credit update or pause frame the port owes goes before data (and through LLR as data).
   if (port.flow && port.flow->receiver.control_due() &&

@@ -2,6 +2,7 @@
 // against GPU-side FlowSenders, with the frames carried by hand.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -143,6 +144,33 @@ TEST(SwitchFlow, CbfcHoldsAnIncastInTheSendersAndLosesNothing) {
   }
   EXPECT_GT(incast.core.counters(0).queue_bytes_high_water, 4 * kFrameBytes)
       << "the egress queue holds more than its tail-drop limit: the ingress buffers bound it";
+}
+
+TEST(SwitchFlow, ACreditUpdateTheSwitchWritesReusesTheBufferOfOneItConsumed) {
+  SwitchCore core(config_for(FlowControlMode::kCbfc, 2, 64 * kFrameBytes));
+  std::vector<PortId> touched;
+  // GPU 1 frees 2 KB and sends its port a credit update in a buffer of the runtime's.
+  FlowReceiver gpu1(config_for(FlowControlMode::kCbfc, 2, 0).flow_control, std::nullopt, 800.0);
+  gpu1.on_arrival(TrafficClass::kRequests, 2 * kFrameBytes, 0);
+  gpu1.on_departure(TrafficClass::kRequests, 2 * kFrameBytes);
+  wire::Frame update;
+  ASSERT_TRUE(gpu1.take_control(update, default_mac_for_gpu(1), 0));
+  const std::byte* buffer = update.data();
+  core.on_owned_frame(1, update, 0, touched);
+  EXPECT_EQ(update.capacity(), 0u) << "the switch kept the consumed frame's buffer";
+  // Two frames from GPU 0 leave through port 1: port 0 then owes GPU 0 a credit update.
+  for (int i = 0; i < 2; ++i) {
+    core.on_frame(0, frame_to(0, 1, wire::Opcode::kWritePosted), 0, touched);
+    wire::Frame out;
+    core.pop_into(1, out, 0);
+    ASSERT_FALSE(out.empty());
+  }
+  core.release_held(0, touched);  // the runtime's call when the switch asks for the clock
+  ASSERT_NE(core.front(0), nullptr);
+  ASSERT_TRUE(is_flow_control_frame(core.front(0)->bytes));
+  wire::Frame sent;
+  core.pop_into(0, sent, 0);
+  EXPECT_EQ(sent.data(), buffer) << "written into the kept buffer, not a new allocation";
 }
 
 TEST(SwitchFlow, PfcPausesAPortsSenderAtXoffAndReleasesItWhenTheBufferDrains) {
