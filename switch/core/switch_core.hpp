@@ -389,6 +389,8 @@ class SwitchCore {
   // and a credit update or XON became due on its ingress port): the next release_held reports
   // them, and next_release_ns() is `now` until it does.
   std::vector<PortId> ready_ports_;
+  // run_flow_timers' copy of ready_ports_, kept so that neither list allocates once warm.
+  std::vector<PortId> ready_taken_;
   // Set by enqueue when the copy it queued took over its ingress buffer accounting.
   bool buffer_taken_ = false;
   TimeNs now_ns_ = 0;  // the latest `now` handed in

@@ -73,8 +73,11 @@ bool SwitchCore::accept_flow_frame(PortId ingress, const Incoming& frame, TimeNs
     return true;
   }
   in.flow->receiver.on_arrival(traffic_class_of(frame.bytes), frame.bytes.size(), now);
-  if (in.flow->receiver.control_due()) restage(ingress, now, &egress_touched);  // XOFF
-  note_timers(ingress);
+  if (in.flow->receiver.control_due()) {
+    restage(ingress, now, &egress_touched);  // an XOFF; restage notes the port's timers
+  } else {
+    note_timers(ingress);  // the receiver's XOFF renewal may have moved
+  }
   return false;
 }
 
@@ -123,9 +126,9 @@ void SwitchCore::release_ingress_buffer(PortId ingress, TrafficClass c, std::siz
 
 void SwitchCore::run_flow_timers(TimeNs now, std::vector<PortId>& egress_touched) {
   // Swapped out first: restaging may make more ports ready.
-  std::vector<PortId> ready;
-  ready.swap(ready_ports_);
-  for (PortId port : ready) restage(port, now, &egress_touched);
+  ready_taken_.clear();
+  ready_taken_.swap(ready_ports_);
+  for (PortId port : ready_taken_) restage(port, now, &egress_touched);
   // Only ports whose timer has come (a pause ending, an XOFF to renew): what else lets a port
   // send restages it when it happens (credit or an XON arriving, its buffer freed, an ACK).
   if (flow_timers_.earliest_ns() > now) return;
