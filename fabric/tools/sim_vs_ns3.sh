@@ -12,6 +12,8 @@
 #   --bytes B            payload bytes per packet, 1..1472 (default 64)
 #   --repeat R           `ethx sim --repeat`; default: calibrated so ethx runs ~--seconds
 #   --seconds S          wall seconds to aim the ethx run at when calibrating (default 3)
+#   --rounds N           run both N times, alternating, and report the median ratio with its
+#                        range (default 1; the host's load moves one run's ratio by a sixth)
 #   --json               print one JSON object on stdout instead of the table
 #   --ns3-only P         skip ethx; run ns-3 alone with P packets per pair (develop/test the peer)
 #   -h, --help
@@ -30,6 +32,7 @@ hosts=32
 bytes=64
 repeat=""
 target_seconds=3
+rounds=1
 json=0
 ns3_only=""
 ethx=""
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --bytes) bytes="${2:?--bytes needs a value}"; shift 2 ;;
     --repeat) repeat="${2:?--repeat needs a value}"; shift 2 ;;
     --seconds) target_seconds="${2:?--seconds needs a value}"; shift 2 ;;
+    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
     --json) json=1; shift ;;
     --ns3-only) ns3_only="${2:?--ns3-only needs packets per pair}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -56,6 +60,7 @@ done
 { is_uint "$bytes" && [ "$bytes" -ge 1 ] && [ "$bytes" -le 1472 ]; } ||
   die "--bytes must be 1..1472 (one ns-3 UDP datagram in a 1500 B MTU)"
 [ -z "$repeat" ] || { is_uint "$repeat" && [ "$repeat" -ge 1 ]; } || die "--repeat must be >= 1"
+{ is_uint "$rounds" && [ "$rounds" -ge 1 ]; } || die "--rounds must be an integer >= 1"
 [ -z "$ns3_only" ] || { is_uint "$ns3_only" && [ "$ns3_only" -ge 1 ]; } ||
   die "--ns3-only needs packets per pair >= 1"
 awk -v s="$target_seconds" 'BEGIN { exit !(s + 0 > 0) }' || die "--seconds must be > 0"
@@ -202,7 +207,6 @@ say "ethx sim: --gpus $hosts --workload all-to-all --bytes $bytes --repeat $repe
 run_ethx "$repeat"
 ethx_frames="$(json_uint frames_delivered)" || die "ethx sim printed no frames_delivered in its JSON"
 ethx_events="$(json_uint events || true)"
-ethx_run="$(ethx_run_seconds)"
 [ "$ethx_frames" -gt 0 ] || die "ethx sim delivered no frames"
 
 # ns-3: the packets per pair that make its total closest to ethx's frames delivered.
@@ -215,19 +219,44 @@ estimate="$(kv wall_seconds <<<"$ns3_out" | awk -v p="$(kv packets_received <<<"
   -v t="$ns3_target" '{ printf "%.0f", $1 / p * t }')"
 say "ns-3: $hosts hosts, $per_pair packets per pair = $ns3_target packets (ethx delivered" \
   "$ethx_frames); this takes about $estimate s"
-run_ns3 "$per_pair"
-ns3_packets="$(kv packets_received <<<"$ns3_out")" || die "no packets_received from ns-3"
-ns3_wall="$(kv wall_seconds <<<"$ns3_out")" || die "no wall_seconds from ns-3"
-ns3_cpu="$(kv cpu_seconds <<<"$ns3_out")" || die "no cpu_seconds from ns-3"
-ns3_events="$(kv events <<<"$ns3_out" || true)"
-[ "$ns3_packets" -eq "$ns3_target" ] || die "ns-3 delivered $ns3_packets of $ns3_target packets"
+
+# measure_ns3: runs ns-3 with per_pair and sets its figures.
+measure_ns3() {
+  run_ns3 "$per_pair"
+  ns3_packets="$(kv packets_received <<<"$ns3_out")" || die "no packets_received from ns-3"
+  ns3_wall="$(kv wall_seconds <<<"$ns3_out")" || die "no wall_seconds from ns-3"
+  ns3_cpu="$(kv cpu_seconds <<<"$ns3_out")" || die "no cpu_seconds from ns-3"
+  ns3_events="$(kv events <<<"$ns3_out" || true)"
+  [ "$ns3_packets" -eq "$ns3_target" ] || die "ns-3 delivered $ns3_packets of $ns3_target packets"
+}
 
 # Rates. The ethx wall time is the whole process timed from outside (process start and model
 # setup included); the ns-3 wall time is Simulator::Run() only (setup excluded). Both favour ns-3.
-read -r ethx_pps ns3_pps ratio cpu_ratio < <(awk -v ef="$ethx_frames" -v ew="$ethx_wall" \
-  -v ec="$ethx_cpu" -v nf="$ns3_packets" -v nw="$ns3_wall" -v nc="$ns3_cpu" 'BEGIN {
-    e = ef / ew; n = nf / nw
-    printf "%.0f %.0f %.2f %.2f\n", e, n, e / n, (ef / ec) / (nf / nc) }')
+# Each round runs both, ethx first; its figures are kept as one line of `round_figures`.
+round_figures=()
+for ((round = 1; round <= rounds; round++)); do
+  if [ "$round" -gt 1 ]; then
+    run_ethx "$repeat"
+    [ "$(json_uint frames_delivered)" = "$ethx_frames" ] ||
+      die "ethx sim delivered a different number of frames in round $round"
+  fi
+  measure_ns3
+  read -r ethx_pps ns3_pps ratio cpu_ratio < <(awk -v ef="$ethx_frames" -v ew="$ethx_wall" \
+    -v ec="$ethx_cpu" -v nf="$ns3_packets" -v nw="$ns3_wall" -v nc="$ns3_cpu" 'BEGIN {
+      e = ef / ew; n = nf / nw
+      printf "%.0f %.0f %.2f %.2f\n", e, n, e / n, (ef / ec) / (nf / nc) }')
+  ethx_run="$(ethx_run_seconds)"
+  round_figures+=("$ratio $cpu_ratio $ethx_wall $ethx_cpu $ethx_pps $ns3_wall $ns3_cpu $ns3_pps ${ethx_run:--}")
+  [ "$rounds" -eq 1 ] || say "round $round of $rounds: ethx $ethx_pps, ns-3 $ns3_pps packets /" \
+    "wall s: ${ratio}x (${cpu_ratio}x per CPU second)"
+done
+# The round with the median ratio (the lower of the middle two for an even count) is the one
+# reported; the range is printed beside it.
+median_line="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | sed -n "$(((rounds + 1) / 2))p")"
+read -r ratio cpu_ratio ethx_wall ethx_cpu ethx_pps ns3_wall ns3_cpu ns3_pps ethx_run <<<"$median_line"
+[ "$ethx_run" != "-" ] || ethx_run=""
+ratio_min="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | head -n1 | cut -d' ' -f1)"
+ratio_max="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | tail -n1 | cut -d' ' -f1)"
 
 if [ "$json" -eq 1 ]; then
   printf '{"hosts":%s,"payload_bytes":%s,' "$hosts" "$bytes"
@@ -238,7 +267,8 @@ if [ "$json" -eq 1 ]; then
   printf '"ns3":{"packets_per_pair":%s,"packets_delivered":%s,"wall_seconds":%s,"cpu_seconds":%s,' \
     "$per_pair" "$ns3_packets" "$ns3_wall" "$ns3_cpu"
   printf '"packets_per_wall_second":%s,"events":%s},' "$ns3_pps" "${ns3_events:-null}"
-  printf '"ratio_ethx_over_ns3":%s,"ratio_per_cpu_second":%s}\n' "$ratio" "$cpu_ratio"
+  printf '"ratio_ethx_over_ns3":%s,"ratio_per_cpu_second":%s,' "$ratio" "$cpu_ratio"
+  printf '"rounds":%s,"ratio_min":%s,"ratio_max":%s}\n' "$rounds" "$ratio_min" "$ratio_max"
   exit 0
 fi
 
@@ -254,6 +284,10 @@ row() {
 row "ethx sim" "$ethx_frames" "$ethx_wall" "$ethx_cpu" "$ethx_pps" "$ethx_events"
 row "ns-3" "$ns3_packets" "$ns3_wall" "$ns3_cpu" "$ns3_pps" "$ns3_events"
 printf '\nratio ethx/ns-3: %sx packets per wall second (%sx per CPU second)\n' "$ratio" "$cpu_ratio"
+if [ "$rounds" -gt 1 ]; then
+  printf 'the median of %d rounds (its round in the table), range %sx to %sx\n' "$rounds" \
+    "$ratio_min" "$ratio_max"
+fi
 printf 'wall and cpu seconds: ethx, the whole process timed from outside; ns-3, Simulator::Run() only.\n'
 if [ -n "$ethx_run" ]; then
   printf 'ethx sim timed itself (model setup + run, no process start): %s s, %s packets / wall s\n' \
