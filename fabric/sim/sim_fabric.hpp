@@ -178,12 +178,6 @@ class SimFabric {
     return (state.llr && state.llr->has_output()) ||
            (state.flow_receiver && state.flow_receiver->control_due());
   }
-  // Gives an empty `frame` a spare buffer of the engines' (Effects::spare), if there is one.
-  void lend_spare(wire::Frame& frame) {
-    if (frame.capacity() > 0 || effects_.spare.empty()) return;
-    frame.swap(effects_.spare.back());
-    effects_.spare.pop_back();
-  }
   void on_gpu_arrival(GpuId gpu, std::uint32_t slot);
   void schedule_link_timer(GpuId gpu);
   void on_link_timer(GpuId gpu);

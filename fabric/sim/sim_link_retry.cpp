@@ -109,7 +109,7 @@ void SimFabric::send_on_gpu_link(GpuId gpu) {
     // What the NIC writes itself (an ACK, a credit update, a replay's copy) goes into a
     // recycled buffer: a free slot holds none, and each would allocate one. (Not for a waiting
     // frame: it brings its own, and the lent one would be freed.)
-    if (nic_writes_next(state)) lend_spare(frame);
+    if (frame.capacity() == 0 && nic_writes_next(state)) frame = effects_.take_spare();
     // ACK/NAK, then a credit update or pause, then replays, then new frames.
     const bool sent = (state.llr && state.llr->take_control(frame, mac)) ||
                       take_flow_control(state, frame, mac, start_ns) ||
