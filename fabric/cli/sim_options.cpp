@@ -11,6 +11,7 @@ SimCommandLine parse_sim_command_line(int argc, const char* const* argv) {
   SimCommandLine line;
   std::uint64_t bytes = 0;
   std::size_t peers = 0;
+  unsigned threads = 0;
   po::options_description description("ethx sim options");
   description.add_options()("help", "show this help")(
       "gpus", po::value(&line.options.gpus), "number of GPUs, 2-1024 (default: from the topology)")(
@@ -30,7 +31,11 @@ SimCommandLine parse_sim_command_line(int argc, const char* const* argv) {
       "single | leaf-spine")("repeat", po::value(&line.options.repeat)->default_value(1),
                              "run the workload R times")(
       "json", po::bool_switch(&line.options.json), "print one JSON object on stdout")(
-      "config", po::value(&line.options.config_path), "topology file (default: embedded)")(
+      "threads", po::value(&threads),
+      "1 | 2: with 2, the switches' events run on a second thread (load-store engine without "
+      "[link] retry or flow_control); the results are the same (default: 2 on two or more "
+      "cores)")("config", po::value(&line.options.config_path),
+                "topology file (default: embedded)")(
       "link-down", po::value(&line.options.link_down),
       "GPU@TIME_NS[-UNTIL_NS]: GPU's switch port goes down at modelled time TIME_NS (and up "
       "at UNTIL_NS); repeatable")(
@@ -51,6 +56,7 @@ SimCommandLine parse_sim_command_line(int argc, const char* const* argv) {
   po::notify(vm);
   if (vm.count("bytes")) line.options.bytes = bytes;
   if (vm.count("peers")) line.options.peers = peers;
+  if (vm.count("threads")) line.options.threads = threads;
   return line;
 }
 

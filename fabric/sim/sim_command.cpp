@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
+#include <thread>
 
 #include "fabric/platform/huge_page_heap.hpp"
 #include "fabric/sim/sim_calibrate.hpp"
@@ -14,7 +15,7 @@
 namespace ethx::sim {
 
 SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
-  SimFabric fabric(config, request.topology, request.engine);
+  SimFabric fabric(config, request.topology, request.engine, request.partitioning);
   fabric.schedule_link_faults(request.link_faults);
   WorkloadParams params;
   params.gpus = config.gpu_count;
@@ -27,7 +28,7 @@ SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   params.hbm_bytes = config.hbm_bytes;
   params.max_op_bytes = fabric.max_op_bytes();
   const auto traffic = make_workload(request.workload, params);
-  SimReport report = fabric.run(*traffic);
+  SimReport report = fabric.run(*traffic, request.threads);
   report.engine = to_string(request.engine);
   report.topology = to_string(request.topology);
   report.workload = to_string(request.workload);
@@ -118,6 +119,12 @@ SimRequest parse_request(const SimOptions& options, const TopologyConfig& config
   request.seed = options.seed;
   request.repeat = options.repeat;
   request.link_faults = parse_link_faults(options.link_down, config.gpu_count);
+  request.threads = options.threads.value_or(std::thread::hardware_concurrency() >= 2 ? 2 : 1);
+  if (request.threads < 1 || request.threads > 2) {
+    throw std::invalid_argument(
+        "--threads must be 1 or 2 (the GPUs' events and the switches'), got " +
+        std::to_string(request.threads));
+  }
   return request;
 }
 
@@ -130,6 +137,9 @@ int run(const SimOptions& options) {
   grow_heap_with_huge_pages(std::clamp<std::size_t>(config.gpu_count << 20, 64 << 20, 2ull << 30));
   const auto start = std::chrono::steady_clock::now();
   const SimReport report = simulate(config, request);
+  // A run with one partition (sim_partition.hpp) has one thread's work, whatever was asked.
+  const unsigned report_threads =
+      SimFabric::partitioned(config, request.engine) ? request.threads : 1;
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -142,18 +152,20 @@ int run(const SimOptions& options) {
   const double per_second = wall > 0 ? 1.0 / wall : 0.0;
   const ResidentMemory memory = resident_memory();
   constexpr double kMiB = 1024.0 * 1024.0;
-  std::fprintf(stderr,
-               "ethx sim: wall %.3f s, %llu events (%.3g events/s), %llu frames delivered "
-               "(%.3g frames/s), %llu link transmissions (%.3g/s), %.0f MiB resident "
-               "(%.0f MiB in huge pages)\n",
-               wall, static_cast<unsigned long long>(report.events),
-               static_cast<double>(report.events) * per_second,
-               static_cast<unsigned long long>(report.frames_delivered),
-               static_cast<double>(report.frames_delivered) * per_second,
-               static_cast<unsigned long long>(report.link_frames),
-               static_cast<double>(report.link_frames) * per_second,
-               static_cast<double>(memory.resident_bytes) / kMiB,
-               static_cast<double>(memory.huge_page_bytes) / kMiB);
+  std::fprintf(
+      stderr,
+      "ethx sim: wall %.3f s on %u thread%s, %llu events (%.3g events/s), %llu frames delivered "
+      "(%.3g frames/s), %llu link transmissions (%.3g/s), %.0f MiB resident "
+      "(%.0f MiB in huge pages)\n",
+      wall, report_threads, report_threads == 1 ? "" : "s",
+      static_cast<unsigned long long>(report.events),
+      static_cast<double>(report.events) * per_second,
+      static_cast<unsigned long long>(report.frames_delivered),
+      static_cast<double>(report.frames_delivered) * per_second,
+      static_cast<unsigned long long>(report.link_frames),
+      static_cast<double>(report.link_frames) * per_second,
+      static_cast<double>(memory.resident_bytes) / kMiB,
+      static_cast<double>(memory.huge_page_bytes) / kMiB);
   return report.complete ? 0 : 1;
 }
 
@@ -188,7 +200,7 @@ void check_calibrate_options(const SimOptions& options) {
                      options.workload != defaults.workload || options.bytes || options.peers ||
                      options.op != defaults.op || options.seed != defaults.seed ||
                      options.topology != defaults.topology || options.repeat != defaults.repeat ||
-                     !options.link_down.empty();
+                     !options.link_down.empty() || options.threads;
   if (other) {
     throw std::invalid_argument(
         "--calibrate takes only --config and --json: the experiments, engine and GPU count "

@@ -30,6 +30,7 @@ struct SimOptions {
   std::string config_path;
   std::vector<std::string> link_down;  // --link-down GPU@TIME_NS[-UNTIL_NS], repeatable
   std::string calibrate_path;          // --calibrate FILE: an `ethx bench --json` report
+  std::optional<unsigned> threads;     // 1 or 2; default: 2 on a machine with two cores or more
 };
 
 // One run of the simulator, as the options describe it once parsed.
@@ -44,6 +45,10 @@ struct SimRequest {
   bool reads = false;     // message-rate: reads instead of writes
   std::vector<LinkFault> link_faults;
   StreamParams stream;  // WorkloadKind::kStream only
+  // 2: the switches' events on a second thread when the run has two partitions
+  // (SimFabric::partitioned). The report is the same for 1 and 2.
+  unsigned threads = 1;
+  SimPartitioning partitioning = SimPartitioning::kAuto;  // kOne: the tests' reference run
 };
 
 // Runs one simulation of an already loaded config; throws std::invalid_argument on bad

@@ -8,12 +8,6 @@
 namespace ethx::sim {
 namespace {
 
-// Spare frame buffers kept for the engines (Effects::spare). As many as the frames in flight
-// can swing by (at 1024 GPUs, hundreds of thousands): a buffer freed when the pool is full is
-// allocated again a moment later. Keeping it costs nothing extra, peak memory is set by the
-// most frames ever in flight; the bound only guards against a runaway.
-constexpr std::size_t kMaxSpareFrames = std::size_t{1} << 20;
-
 // What a switch or a response's receiver reads of a frame: its headers and the first
 // transaction headers.
 constexpr std::size_t kHeaderHintBytes = 256;
@@ -63,18 +57,27 @@ bool parse_sim_engine(const std::string& text, SimEngine& out) {
   return false;
 }
 
-SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine engine)
+SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine engine,
+                     SimPartitioning partitioning)
     : config_(config),
       engine_(engine),
       link_retry_(config.link_retry),
       flow_control_(config.flow_control.mode != FlowControlMode::kNone),
       link_layer_(link_retry_ || flow_control_),
+      partitioned_(partitioning == SimPartitioning::kAuto && partitioned(config, engine)),
       topology_(build_topology(config, kind)),
-      memory_(config.hbm_bytes),
+      gpu_group_(config.gpu_count, 0),
+      gpu_partition_(config.gpu_count, 0),
       links_(topology_.links),
-      serialization_(config.link_rate_gbps),
+      partitions_{SimPartition(config.link_rate_gbps), SimPartition(config.link_rate_gbps)},
+      sw_(partitioned_ ? partitions_[1] : partitions_[0]),
       issue_ps_(config.sim_issue_ns * kPsPerNs),
       completer_ps_(config.sim_completer_ns * kPsPerNs) {
+  memories_.emplace_back(config.hbm_bytes);
+  if (partitioned_) {
+    memories_.emplace_back(config.hbm_bytes);
+    std::fill_n(gpu_group_.begin(), gpus_beside_switches(kind), 1);
+  }
   gpus_.reserve(config.gpu_count);
   for (std::size_t gpu = 0; gpu < config.gpu_count; ++gpu) {
     Gpu& state = gpus_.emplace_back();
@@ -82,7 +85,8 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
     if (engine_ != SimEngine::kLoadStore) continue;
     EngineConfig engine_config = config.engine_config(static_cast<GpuId>(gpu));
     engine_config.crc = config.sim_crc ? wire::Crc::kOn : wire::Crc::kOff;
-    state.endpoint = std::make_unique<Endpoint>(std::move(engine_config), memory_.bytes());
+    state.endpoint =
+        std::make_unique<Endpoint>(std::move(engine_config), memories_[gpu_group_[gpu]].bytes());
   }
   if (engine_ == SimEngine::kRoce) add_roce_gpus();
   if (link_layer_) add_link_layer();
@@ -109,21 +113,6 @@ std::uint32_t SimFabric::max_op_bytes() const {
   return static_cast<std::uint32_t>(std::min<std::size_t>(chunk * tags, 1u << 30));
 }
 
-std::uint32_t SimFabric::new_slot() {
-  slots_.emplace_back();
-  return static_cast<std::uint32_t>(slots_.size() - 1);
-}
-
-void SimFabric::release_slot(std::uint32_t slot) {
-  // Free slots hold no buffer: what the frame leaves behind goes to the engines' spares.
-  wire::Frame& frame = slots_[slot];
-  if (frame.capacity() > 0 && effects_.spare.size() < kMaxSpareFrames) {
-    effects_.spare.push_back(std::move(frame));
-  }
-  frame = wire::Frame();
-  free_slots_.push_back(slot);
-}
-
 void SimFabric::schedule_link_faults(const std::vector<LinkFault>& faults) {
   for (const LinkFault& fault : faults) {
     const TimeNs last_ns = fault.up_ns.value_or(fault.down_ns);
@@ -133,102 +122,57 @@ void SimFabric::schedule_link_faults(const std::vector<LinkFault>& faults) {
                                   "past " +
                                   std::to_string(kMaxLinkFaultNs) + " ns");
     }
-    queue_.push(fault.down_ns * kPsPerNs, kLinkFault, fault.gpu, 1);
-    ++timers_pending_;
+    // A switch-side event: the switch port's link changes (and, with a link layer, the
+    // NIC's: then both sides are one partition).
+    sw_.queue.push(fault.down_ns * kPsPerNs, kLinkFault, fault.gpu, 1);
+    ++sw_.timers_pending;
     if (fault.up_ns) {
-      queue_.push(*fault.up_ns * kPsPerNs, kLinkFault, fault.gpu, 0);
-      ++timers_pending_;
+      sw_.queue.push(*fault.up_ns * kPsPerNs, kLinkFault, fault.gpu, 0);
+      ++sw_.timers_pending;
     }
     report_.link_faults.push_back(fault);
   }
 }
 
-SimReport SimFabric::run(Workload& workload) {
+SimReport SimFabric::run(Workload& workload, unsigned threads) {
   workload_ = &workload;
   workload_done_ = workload.done();
-  for (std::size_t gpu = 0; gpu < gpus_.size(); ++gpu) try_issue(static_cast<GpuId>(gpu));
-  std::uint64_t events = 0;
-  while (!queue_.empty() && !only_endless_timers_left()) {
-    const Event event = queue_.pop();
-    // The next event's frame was written long ago (in modelled time, hundreds of thousands of
-    // events) and is cold: start fetching it while this event runs.
-    if (!queue_.empty()) prefetch(queue_.top());
-    now_ = event.at;
-    ++events;
-    dispatch(event);
+  independent_gpus_ = workload.independent_gpus();
+  for (std::size_t gpu = 0; gpu < gpus_.size(); ++gpu) {
+    gpu_partition_[gpu] = independent_gpus_ ? gpu_group_[gpu] : 0;
+    ++partitions_[gpu_partition_[gpu]].tally.gpus;
+    note_gpu_done(partitions_[gpu_partition_[gpu]], static_cast<GpuId>(gpu));  // nothing to do
   }
-  fill_report(workload, events);
+  for (Link& link : links_) {
+    const auto partition_of = [&](const LinkEnd& end) {
+      return end.kind == NodeKind::kSwitch ? 1 : gpu_partition_[end.node];
+    };
+    link.crosses = partitioned_ && partition_of(link.from) != partition_of(link.to);
+  }
+  for (std::size_t gpu = 0; gpu < gpus_.size(); ++gpu) try_issue(static_cast<GpuId>(gpu));
+  if (partitioned_) {
+    run_windows(threads);
+  } else {
+    run_sequential();
+  }
+  fill_report(workload);
   return report_;
 }
 
-void SimFabric::fill_report(const Workload& workload, std::uint64_t events) {
-  SimReport& r = report_;
-  r.gpus = gpus_.size();
-  r.link_rate_gbps = config_.link_rate_gbps;
-  r.propagation_ns = config_.link_propagation_ns;
-  r.forwarding_latency_ns = config_.switch_forwarding_latency_ns;
-  r.egress_queue_bytes = config_.switch_egress_queue_bytes;
-  r.issue_ns = config_.sim_issue_ns;
-  r.completer_ns = config_.sim_completer_ns;
-  r.nic_latency_ns = config_.sim_nic_latency_ns;
-  r.events = events;
-  r.complete = workload.done();
-  // In place: the run is over, and a copy of millions of latencies cost its pages.
-  r.latency_p50_ps = select_percentile(latencies_, 50);
-  r.latency_p99_ps = select_percentile(latencies_, 99);
-  r.latency_max_ps =
-      latencies_.empty() ? 0 : *std::max_element(latencies_.begin(), latencies_.end());
-  for (const Link& link : links_) {
-    r.link_frames += link.frames_sent;
-    r.link_wire_bytes += link.wire_bytes_sent;
-  }
-  add_switch_reports();
-  if (engine_ == SimEngine::kRoce) {
-    add_nic_report();
-  } else {
-    add_liveness_report();
-    add_link_retry_report();
+void SimFabric::run_sequential() {
+  SimPartition& part = partitions_[0];
+  while (!part.queue.empty() && !only_endless_timers_left()) {
+    const Event event = part.queue.pop();
+    // The next event's frame was written long ago (in modelled time, hundreds of thousands of
+    // events) and is cold: start fetching it while this event runs.
+    if (!part.queue.empty()) prefetch(part, part.queue.top());
+    part.now = event.at;
+    ++part.events;
+    dispatch(part, event);
   }
 }
 
-void SimFabric::add_switch_reports() {
-  SimReport& r = report_;
-  for (std::size_t index = 0; index < switches_.size(); ++index) {
-    const SwitchCore& core = *switches_[index];
-    SwitchReport s;
-    s.name = topology_.switch_names[index];
-    s.ports = core.port_count();
-    s.drops = core.drops_bad_port();
-    for (PortId port = 0; port < core.port_count(); ++port) {
-      const PortCounters& c = core.counters(port);
-      s.rx_frames += c.rx_frames;
-      s.tx_frames += c.tx_frames;
-      s.max_queue_bytes = std::max(s.max_queue_bytes, c.queue_bytes_high_water);
-      s.drops_queue_full += c.drops_queue_full;
-      s.drops += c.drops_malformed + c.drops_queue_full + c.drops_unknown_destination +
-                 c.drops_hairpin + c.drops_link_down;
-      r.drops_link_down += c.drops_link_down;
-    }
-    r.drops += s.drops;
-    r.drops_queue_full += s.drops_queue_full;
-    r.switches.push_back(std::move(s));
-  }
-}
-
-void SimFabric::add_liveness_report() {
-  LivenessReport& l = report_.liveness;
-  for (Gpu& state : gpus_) {
-    const RequesterCounters& c = state.endpoint->requester().counters();
-    l.peers_marked_down += c.peers_marked_down;
-    l.peers_marked_up += c.peers_marked_up;
-    l.ops_fast_failed += c.ops_fast_failed;
-    l.posted_writes_dropped += c.posted_writes_dropped;
-    l.probes_sent += c.probes_sent;
-    l.probes_answered += c.probes_answered;
-  }
-}
-
-void SimFabric::prefetch(const Event& event) const {
+void SimFabric::prefetch(const SimPartition& part, const Event& event) const {
   // What a frame's event reads first: the frame's first lines (its headers), its slot, and
   // the FIFO entry after it, which the event schedules next. All were written long ago (in
   // modelled time, a hundred thousand events at 1024 GPUs) and are cold.
@@ -244,7 +188,7 @@ void SimFabric::prefetch(const Event& event) const {
     default:
       return;
   }
-  __builtin_prefetch(&slots_[event.arg]);
+  __builtin_prefetch(&part.slots[event.arg]);
   if (fifo->size() > 1) __builtin_prefetch(&(*fifo)[1]);
   const auto* data = static_cast<const char*>(event.hint);
   for (std::uint32_t line = 0; line < event.hint_lines; ++line) {
@@ -252,7 +196,7 @@ void SimFabric::prefetch(const Event& event) const {
   }
 }
 
-void SimFabric::dispatch(const Event& event) {
+void SimFabric::dispatch(SimPartition& part, const Event& event) {
   switch (event.kind) {
     case kIssue:
       if (engine_ == SimEngine::kRoce) {
@@ -272,14 +216,14 @@ void SimFabric::dispatch(const Event& event) {
       on_deliver(static_cast<GpuId>(event.target), event.kind - kDeliverResponses, event.arg);
       break;
     case kWake:
-      --timers_pending_;  // a timer, not work in progress
+      --part.timers_pending;  // a timer, not work in progress
       on_wake(static_cast<GpuId>(event.target));
       break;
     case kRelease:
       on_release(event.target);
       break;
     case kLinkFault:
-      --timers_pending_;  // a timer, not work in progress
+      --part.timers_pending;  // a timer, not work in progress
       on_link_fault(static_cast<GpuId>(event.target), event.arg != 0);
       break;
     case kRoceSend:
@@ -295,7 +239,7 @@ void SimFabric::dispatch(const Event& event) {
       on_roce_completion(static_cast<GpuId>(event.target));
       break;
     case kLinkTimer:
-      --timers_pending_;  // a timer, not work in progress
+      --part.timers_pending;  // a timer, not work in progress
       on_link_timer(static_cast<GpuId>(event.target));
       break;
     default:
@@ -306,6 +250,7 @@ void SimFabric::dispatch(const Event& event) {
 // Decides every operation the GPU may start now (tags permitting) and queues each behind the
 // issue pipeline.
 void SimFabric::try_issue(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   if (engine_ == SimEngine::kRoce) {
     try_issue_roce(gpu);
     return;
@@ -322,72 +267,84 @@ void SimFabric::try_issue(GpuId gpu) {
     if (requester.free_tags() < state.tags_committed + tags) break;
     workload_->issued(gpu);
     state.tags_committed += tags;
-    state.issue_busy_until = std::max(state.issue_busy_until, now_) + issue_ps_;
-    state.issuing.push_back(PendingIssue{op, tags, now_, state.issue_busy_until});
+    state.issue_busy_until = std::max(state.issue_busy_until, part.now) + issue_ps_;
+    state.issuing.push_back(PendingIssue{op, tags, part.now, state.issue_busy_until});
     // One issue event per GPU at a time: the next is scheduled when this one runs.
-    if (state.issuing.size() == 1) queue_.push(state.issue_busy_until, kIssue, gpu);
+    if (state.issuing.size() == 1) part.queue.push(state.issue_busy_until, kIssue, gpu);
   }
 }
 
 void SimFabric::on_issue(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   const PendingIssue pending = state.issuing.front();
   state.issuing.pop_front();
-  if (!state.issuing.empty()) queue_.push(state.issuing.front().handed_ps, kIssue, gpu);
+  if (!state.issuing.empty()) part.queue.push(state.issuing.front().handed_ps, kIssue, gpu);
   state.tags_committed -= pending.tags;
   Requester& requester = state.endpoint->requester();
-  effects_.clear();
-  const OpId id = hand_over(requester, pending.op);
+  part.effects.clear();
+  const OpId id = hand_over(part, gpu, requester, pending.op);
   if (!pending.op.posted) state.ops.add(id, OpRecord{pending.decided_ps, pending.op.bytes});
-  if (!pending.op.hold) state.endpoint->poll(now_ns(), effects_);
+  if (!pending.op.hold) state.endpoint->poll(part.now_ns(), part.effects);
   after_engine(gpu);
 }
 
-OpId SimFabric::hand_over(Requester& requester, const OpSpec& op) {
-  if (op.flush) return requester.flush(op.dst, now_ns(), effects_);
+OpId SimFabric::hand_over(SimPartition& part, GpuId gpu, Requester& requester, const OpSpec& op) {
+  if (op.flush) return requester.flush(op.dst, part.now_ns(), part.effects);
   if (op.atomic) {
-    return requester.atomic(op.dst, op.address, AtomicOp::kFetchAdd, 8, 1, 0, now_ns(), effects_);
+    return requester.atomic(op.dst, op.address, AtomicOp::kFetchAdd, 8, 1, 0, part.now_ns(),
+                            part.effects);
   }
-  if (op.read) return requester.read(op.dst, op.address, op.bytes, now_ns(), effects_);
+  if (op.read) return requester.read(op.dst, op.address, op.bytes, part.now_ns(), part.effects);
   // The data comes from the start of the (shared) memory.
-  const auto data = memory_.bytes().first(op.bytes);
-  if (!op.posted) return requester.write(op.dst, op.address, data, now_ns(), effects_);
-  requester.write_posted(op.dst, op.address, data, now_ns(), effects_);
+  const auto data = memories_[gpu_group_[gpu]].bytes().first(op.bytes);
+  if (!op.posted) return requester.write(op.dst, op.address, data, part.now_ns(), part.effects);
+  requester.write_posted(op.dst, op.address, data, part.now_ns(), part.effects);
   return 0;
 }
 
 void SimFabric::after_engine(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   const std::uint32_t uplink = topology_.gpu_tx_link[gpu];
   // A NIC sends its frames in order and nothing can overtake them, so each frame's
   // transmission is fixed the moment it is queued: it starts when the wire is free. (Its
   // arrival waits in the link's in-flight FIFO, not in the event heap.)
-  for (wire::Frame& frame : effects_.send) {
+  for (wire::Frame& frame : part.effects.send) {
     if (link_layer_) {
       const TrafficClass c = flow_control_ ? traffic_class_of(frame) : TrafficClass::kRequests;
       state.link_waiting[static_cast<std::size_t>(c)].push_back(std::move(frame));
       continue;
     }
-    const std::uint32_t slot = take_slot();
-    slots_[slot].swap(frame);
-    launch(uplink, slot, std::max(now_, links_[uplink].free_at));
+    const TimePs start = std::max(part.now, links_[uplink].free_at);
+    if (links_[uplink].crosses) {  // straight to the switches' partition: no slot here
+      post(part, uplink, transmit(part, uplink, frame.size(), start), std::move(frame));
+      continue;
+    }
+    const std::uint32_t slot = part.take_slot();
+    part.slots[slot].swap(frame);
+    launch(part, uplink, slot, start);
   }
   if (link_layer_) send_on_gpu_link(gpu);
   schedule_wake(gpu);
-  effects_.clear();
+  part.effects.clear();
 
   Requester& requester = state.endpoint->requester();
-  note_liveness(state);
+  note_liveness(part, state);
   bool any = false;
-  wake_.clear();
+  part.wake.clear();
   while (auto completion = requester.take_completion()) {
     any = true;
-    count_completion(*completion, state.ops.take(completion->id));
-    workload_->completed(gpu, wake_);
+    count_completion(part, *completion, state.ops.take(completion->id));
+    workload_->completed(gpu, part.wake);
   }
   if (!any) return;
-  workload_done_ = workload_->done();
-  const std::vector<GpuId> others = wake_;  // try_issue may not reenter after_engine
+  if (partitioned_) {
+    note_gpu_done(part, gpu);  // workload_done_ is the sequential loop's: one thread's
+  } else {
+    workload_done_ = workload_->done();
+  }
+  const std::vector<GpuId> others = part.wake;  // try_issue may not reenter after_engine
   try_issue(gpu);
   for (GpuId other : others) {
     if (other != gpu) try_issue(other);
@@ -395,81 +352,116 @@ void SimFabric::after_engine(GpuId gpu) {
 }
 
 void SimFabric::schedule_wake_at(GpuId gpu, TimePs wake_ps) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
-  state.wake_pending = std::max(wake_ps, now_);
-  queue_.push(state.wake_pending, kWake, gpu);
-  ++timers_pending_;
+  state.wake_pending = std::max(wake_ps, part.now);
+  part.queue.push(state.wake_pending, kWake, gpu);
+  ++part.timers_pending;
 }
 
-void SimFabric::count_completion(const Completion& completion, const OpRecord& record) {
-  latencies_.push_back(now_ - record.decided_ps);
-  report_.makespan_ps = std::max(report_.makespan_ps, now_);
+void SimFabric::count_completion(SimPartition& part, const Completion& completion,
+                                 const OpRecord& record) {
+  GpuTally& tally = part.tally;
+  tally.latencies_ps.push_back(part.now - record.decided_ps);
+  tally.makespan_ps = std::max(tally.makespan_ps, part.now);
   if (completion.ok()) {
-    ++report_.ops_ok;
-    report_.payload_bytes += record.bytes;
+    ++tally.ops_ok;
+    tally.payload_bytes += record.bytes;
     return;
   }
-  ++report_.ops_failed;
-  if (completion.status == wire::Status::kTimeout) ++report_.timeouts;
-  if (completion.status == wire::Status::kUnreachable) ++report_.unreachable;
+  ++tally.ops_failed;
+  if (completion.status == wire::Status::kTimeout) ++tally.timeouts;
+  if (completion.status == wire::Status::kUnreachable) ++tally.unreachable;
 }
 
-void SimFabric::note_liveness(Gpu& state) {
+void SimFabric::note_gpu_done(SimPartition& part, GpuId gpu) {
+  Gpu& state = gpus_[gpu];
+  if (!independent_gpus_ || state.workload_done || !workload_->gpu_done(gpu)) return;
+  state.workload_done = true;
+  ++part.tally.gpus_done;
+}
+
+void SimFabric::note_liveness(SimPartition& part, Gpu& state) {
   const Requester& requester = state.endpoint->requester();
   // Almost always nothing changed: one compare on lines after_engine reads anyway.
   if (requester.liveness_transitions() == state.seen_liveness_transitions) return;
   state.seen_liveness_transitions = requester.liveness_transitions();
   const RequesterCounters& counters = requester.counters();
-  LivenessReport& liveness = report_.liveness;
+  GpuTally& tally = part.tally;
   if (counters.peers_marked_down != state.seen_marked_down) {
-    peers_down_ += counters.peers_marked_down - state.seen_marked_down;
+    tally.peers_down += counters.peers_marked_down - state.seen_marked_down;
     state.seen_marked_down = counters.peers_marked_down;
-    if (!liveness.first_down_ps) liveness.first_down_ps = now_;
+    if (!tally.first_down_ps) tally.first_down_ps = part.now;
   }
   if (counters.peers_marked_up != state.seen_marked_up) {
-    peers_down_ -= counters.peers_marked_up - state.seen_marked_up;
+    tally.peers_down -= counters.peers_marked_up - state.seen_marked_up;
     state.seen_marked_up = counters.peers_marked_up;
-    if (!liveness.first_up_ps) liveness.first_up_ps = now_;
+    if (!tally.first_up_ps) tally.first_up_ps = part.now;
   }
 }
 
 void SimFabric::kick(std::uint32_t link_index) {
   Link& link = links_[link_index];
   if (link.kick_pending) return;
-  if (now_ >= link.free_at) {
+  if (sw_.now >= link.free_at) {
     start_tx(link_index);
   } else {
     link.kick_pending = true;
-    queue_.push(link.free_at, kTxDone, link_index);
+    sw_.queue.push(link.free_at, kTxDone, link_index);
   }
 }
 
 void SimFabric::start_tx(std::uint32_t link_index) {
   Link& link = links_[link_index];
-  const std::uint32_t slot = take_slot();
-  switches_[link.from.node]->pop_into(link.from.port, slots_[slot], now_ns());
-  launch(link_index, slot, now_);
+  if (link.crosses) {  // straight to the GPU's partition: no slot here
+    wire::Frame frame;
+    switches_[link.from.node]->pop_into(link.from.port, frame, sw_.now_ns());
+    post(sw_, link_index, transmit(sw_, link_index, frame.size(), sw_.now), std::move(frame));
+  } else {
+    const std::uint32_t slot = sw_.take_slot();
+    switches_[link.from.node]->pop_into(link.from.port, sw_.slots[slot], sw_.now_ns());
+    launch(sw_, link_index, slot, sw_.now);
+  }
   // A frame sent under link-level retry starts the port's replay timer; one sent under flow
   // control frees buffer, which may make a credit update or an XON due on another port.
   if (link_layer_) schedule_release(link.from.node);
   if (has_frame(link)) {
     link.kick_pending = true;
-    queue_.push(link.free_at, kTxDone, link_index);
+    sw_.queue.push(link.free_at, kTxDone, link_index);
   }
 }
 
-void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs start) {
+void SimFabric::launch(SimPartition& from, std::uint32_t link_index, std::uint32_t slot,
+                       TimePs start) {
+  wire::Frame& frame = from.slots[slot];
+  const TimePs arrival = transmit(from, link_index, frame.size(), start);
+  const Link& link = links_[link_index];
+  if (link.crosses) {
+    post(from, link_index, arrival, std::move(frame));
+    from.release_slot(slot);
+    return;
+  }
+  arrive(from, link_index, slot, arrival);
+}
+
+TimePs SimFabric::transmit(SimPartition& from, std::uint32_t link_index, std::size_t frame_bytes,
+                           TimePs start) {
   Link& link = links_[link_index];
-  const wire::Frame& frame = slots_[slot];
-  const TimePs done = start + serialization_(frame.size(), link.rate_gbps);
+  const TimePs done = start + from.serialization(frame_bytes, link.rate_gbps);
   link.free_at = done;
   ++link.frames_sent;
-  link.wire_bytes_sent += wire::wire_bytes(frame.size());
-  const TimePs arrival = done + link.delay_ps;
+  link.wire_bytes_sent += wire::wire_bytes(frame_bytes);
+  return done + link.delay_ps;
+}
+
+void SimFabric::arrive(SimPartition& to, std::uint32_t link_index, std::uint32_t slot,
+                       TimePs arrival) {
+  Link& link = links_[link_index];
+  const wire::Frame& frame = to.slots[slot];
   if (link.to.kind == NodeKind::kGpu && engine_ == SimEngine::kRoce) {
     auto& arriving = gpus_[link.to.node].roce->arriving;
     arriving.push_back(RoceGpu::Received{arrival, slot, 0});
-    if (arriving.size() == 1) queue_.push(arrival, kRoceArrival, link.to.node, slot);
+    if (arriving.size() == 1) to.queue.push(arrival, kRoceArrival, link.to.node, slot);
   } else if (link.to.kind == NodeKind::kGpu && !link_layer_) {
     queue_delivery(static_cast<GpuId>(link.to.node), slot, arrival);
   } else {
@@ -479,12 +471,13 @@ void SimFabric::launch(std::uint32_t link_index, std::uint32_t slot, TimePs star
     const auto hint_bytes = static_cast<std::uint32_t>(std::min(frame.size(), kHeaderHintBytes));
     link.in_flight.push_back(Link::InFlight{arrival, slot, hint_bytes, frame.data()});
     if (link.in_flight.size() == 1) {
-      queue_.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
+      to.queue.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
     }
   }
 }
 
 void SimFabric::queue_delivery(GpuId gpu, std::uint32_t slot, TimePs arrival) {
+  SimPartition& part = gpu_part(gpu);
   // Everything for a GPU arrives over this one link, in transmission order, so its
   // completer's queue can be worked out now: one event per frame instead of two.
   // Frames with requests are handed over in completer order, frames with only responses
@@ -493,7 +486,7 @@ void SimFabric::queue_delivery(GpuId gpu, std::uint32_t slot, TimePs arrival) {
   // the sequence as it takes the whole frame: one carrying only responses then waits behind
   // the requests queued before it instead of overtaking them (a gap, a NAK, and every frame
   // after it resent).
-  const wire::Frame& frame = slots_[slot];
+  const wire::Frame& frame = part.slots[slot];
   const std::size_t requests = count_requests(frame);
   Gpu& state = gpus_[gpu];
   TimePs deliver = arrival;
@@ -512,7 +505,7 @@ void SimFabric::queue_delivery(GpuId gpu, std::uint32_t slot, TimePs arrival) {
   auto& waiting = state.delivering[fifo];
   waiting.push_back(Link::InFlight{deliver, slot, hint_bytes, frame.data()});
   if (waiting.size() == 1) {
-    queue_.push(deliver, kDeliverResponses + fifo, gpu, slot, frame.data(), hint_bytes);
+    part.queue.push(deliver, kDeliverResponses + fifo, gpu, slot, frame.data(), hint_bytes);
   }
 }
 
@@ -527,22 +520,22 @@ void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
   link.in_flight.pop_front();  // the frame in `slot`
   if (!link.in_flight.empty()) {
     const Link::InFlight& next = link.in_flight.front();
-    queue_.push(next.at, kArrival, link_index, next.slot, next.data, next.hint_bytes);
+    sw_.queue.push(next.at, kArrival, link_index, next.slot, next.data, next.hint_bytes);
   }
   const LinkEnd to = link.to;
   if (to.kind == NodeKind::kGpu) {  // only with link-level retry: GPUs get kDeliver otherwise
     on_gpu_arrival(static_cast<GpuId>(to.node), slot);
     return;
   }
-  touched_.clear();
-  switches_[to.node]->on_owned_frame(to.port, slots_[slot], now_ns(), touched_);
-  release_slot(slot);
+  sw_.touched.clear();
+  switches_[to.node]->on_owned_frame(to.port, sw_.slots[slot], sw_.now_ns(), sw_.touched);
+  sw_.release_slot(slot);
   kick_touched(to.node);
   schedule_release(to.node);
 }
 
 void SimFabric::kick_touched(std::uint32_t sw) {
-  for (PortId port : touched_) {
+  for (PortId port : sw_.touched) {
     const std::uint32_t egress = topology_.egress_link[sw][port];
     if (egress != kNoLink) kick(egress);
   }
@@ -552,44 +545,46 @@ void SimFabric::schedule_release(std::uint32_t sw) {
   const TimeNs next = switches_[sw]->next_release_ns();
   if (next == kNoRelease || next == release_scheduled_ns_[sw]) return;
   release_scheduled_ns_[sw] = next;
-  queue_.push(std::max<TimePs>(now_, next * kPsPerNs), kRelease, sw);
+  sw_.queue.push(std::max<TimePs>(sw_.now, next * kPsPerNs), kRelease, sw);
 }
 
 void SimFabric::on_release(std::uint32_t sw) {
   release_scheduled_ns_[sw] = kNoRelease;
-  touched_.clear();
-  switches_[sw]->release_held(now_ns(), touched_);
+  sw_.touched.clear();
+  switches_[sw]->release_held(sw_.now_ns(), sw_.touched);
   kick_touched(sw);
   schedule_release(sw);
 }
 
 void SimFabric::on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   auto& waiting = state.delivering[fifo];
   waiting.pop_front();  // the frame in `slot`
   if (!waiting.empty()) {
     const Link::InFlight& next = waiting.front();
-    queue_.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data, next.hint_bytes);
+    part.queue.push(next.at, kDeliverResponses + fifo, gpu, next.slot, next.data, next.hint_bytes);
   }
-  ++report_.frames_delivered;
-  effects_.clear();
-  state.endpoint->on_frame(slots_[slot], now_ns(), effects_);
-  release_slot(slot);
-  state.endpoint->poll(now_ns(), effects_);
+  ++part.tally.frames_delivered;
+  part.effects.clear();
+  state.endpoint->on_frame(part.slots[slot], part.now_ns(), part.effects);
+  part.release_slot(slot);
+  state.endpoint->poll(part.now_ns(), part.effects);
   after_engine(gpu);
 }
 
 void SimFabric::on_wake(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
-  if (now_ != state.wake_pending) return;  // superseded by an earlier wake-up
+  if (part.now != state.wake_pending) return;  // superseded by an earlier wake-up
   state.wake_pending = UINT64_MAX;
-  effects_.clear();
+  part.effects.clear();
   if (engine_ == SimEngine::kRoce) {
-    state.roce->node.poll(now_ns(), effects_);
+    state.roce->node.poll(part.now_ns(), part.effects);
     after_roce(gpu);
     return;
   }
-  state.endpoint->poll(now_ns(), effects_);
+  state.endpoint->poll(part.now_ns(), part.effects);
   after_engine(gpu);
 }
 

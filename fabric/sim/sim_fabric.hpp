@@ -15,6 +15,10 @@
 // (schedule_link_faults) take a GPU's switch port down, and up again, at modelled times.
 // Everything is deterministic: the event queue orders ties by insertion, and nothing reads a
 // clock or iterates an unordered container to decide what happens next.
+// Two partitions (sim_partition.hpp): with the load/store engine and no link layer, the GPUs'
+// events and the switches' events are kept apart and run in windows of modelled time no longer
+// than a frame takes to cross between them (sim_windows.cpp), on one thread or two: the results
+// are the same for both, and for any run of the same inputs.
 #pragma once
 
 #include <array>
@@ -29,6 +33,7 @@
 #include "fabric/sim/sim_link_faults.hpp"
 #include "fabric/sim/sim_memory.hpp"
 #include "fabric/sim/sim_op_records.hpp"
+#include "fabric/sim/sim_partition.hpp"
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_roce.hpp"
 #include "fabric/sim/sim_topology.hpp"
@@ -47,10 +52,15 @@ enum class SimEngine : std::uint8_t { kLoadStore, kRoce };
 const char* to_string(SimEngine engine);
 bool parse_sim_engine(const std::string& text, SimEngine& out);
 
+// kOne keeps every event in one partition even where two are possible: the plain loop, which
+// the tests hold the two-partition run against.
+enum class SimPartitioning : std::uint8_t { kAuto, kOne };
+
 class SimFabric {
  public:
   SimFabric(const TopologyConfig& config, TopologyKind kind,
-            SimEngine engine = SimEngine::kLoadStore);
+            SimEngine engine = SimEngine::kLoadStore,
+            SimPartitioning partitioning = SimPartitioning::kAuto);
   ~SimFabric();
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
@@ -63,8 +73,17 @@ class SimFabric {
   // Runs `workload` until no event is left, or until it is done and only timers are left
   // while a link or a peer is down (a requester probes a down peer, and a go-back-N sender
   // resends to it, for ever), and returns the report (its name fields are left for the
-  // caller). Call once per SimFabric.
-  SimReport run(Workload& workload);
+  // caller). Call once per SimFabric. With two partitions, `threads` 2 runs the switches'
+  // events on a second thread; the report is the same for 1 and 2.
+  SimReport run(Workload& workload, unsigned threads = 1);
+
+  // The GPUs' and the switches' events are two partitions (the load/store engine without a
+  // link layer): run(workload, 2) can use a second thread.
+  bool partitioned() const { return partitioned_; }
+  static bool partitioned(const TopologyConfig& config, SimEngine engine) {
+    return engine == SimEngine::kLoadStore && !config.link_retry &&
+           config.flow_control.mode == FlowControlMode::kNone;
+  }
 
   // For tests, before run(): how many operation records each GPU keeps in its ring (the
   // default holds every operation a GPU's tags allow twice over); with fewer, the records go
@@ -130,14 +149,26 @@ class SimFabric {
     std::unique_ptr<FlowReceiver> flow_receiver;
     std::array<std::deque<wire::Frame>, kTrafficClasses> link_waiting;
     TimePs llr_timer_pending = UINT64_MAX;
+    bool workload_done = false;  // counted in its partition's tally (independent GPUs)
   };
 
-  void dispatch(const Event& event);
-  void prefetch(const Event& event) const;
+  // The plain loop: one partition, one event at a time.
+  void run_sequential();
+  // Two partitions in windows of modelled time (sim_windows.cpp), on `threads` threads.
+  void run_windows(unsigned threads);
+  // Runs `part`'s events earlier than `end_ps` (sim_windows.cpp).
+  void run_window(SimPartition& part, TimePs end_ps);
+  // Takes the frames the other partition sent in the last window (sim_windows.cpp).
+  void take_crossing(SimPartition& into, std::vector<CrossingFrame>& inbox);
+  // Picoseconds a frame takes from one partition to the other at least: the shortest crossing
+  // link's delay plus the smallest frame's serialization (sim_windows.cpp).
+  TimePs min_crossing_ps(NodeKind from) const;
+  void dispatch(SimPartition& part, const Event& event);
+  void prefetch(const SimPartition& part, const Event& event) const;
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
   // Calls the requester for `op` at now_; returns its id (0 for a posted write).
-  OpId hand_over(Requester& requester, const OpSpec& op);
+  OpId hand_over(SimPartition& part, GpuId gpu, Requester& requester, const OpSpec& op);
   void on_tx_done(std::uint32_t link_index);
   void on_arrival(std::uint32_t link_index, std::uint32_t slot);
   void on_deliver(GpuId gpu, std::uint32_t fifo, std::uint32_t slot);
@@ -145,8 +176,9 @@ class SimFabric {
   // If an endpoint call asked to be polled: schedules the wake-up unless one comes earlier
   // (the usual case, inline: a requester asks after every call, for its next deadline).
   void schedule_wake(GpuId gpu) {
-    if (effects_.wake_at && *effects_.wake_at * kPsPerNs < gpus_[gpu].wake_pending) {
-      schedule_wake_at(gpu, *effects_.wake_at * kPsPerNs);
+    const Effects& effects = gpu_part(gpu).effects;
+    if (effects.wake_at && *effects.wake_at * kPsPerNs < gpus_[gpu].wake_pending) {
+      schedule_wake_at(gpu, *effects.wake_at * kPsPerNs);
     }
   }
   void schedule_wake_at(GpuId gpu, TimePs wake_ps);  // earlier than the one pending
@@ -194,14 +226,22 @@ class SimFabric {
   void kick_touched(std::uint32_t sw);
   // Handles what an endpoint call produced: frames to the NIC, wake-ups, completions.
   void after_engine(GpuId gpu);
-  void count_completion(const Completion& completion, const OpRecord& record);
+  void count_completion(SimPartition& part, const Completion& completion, const OpRecord& record);
+  // With independent GPUs: counts `gpu` done when the workload says so, once.
+  void note_gpu_done(SimPartition& part, GpuId gpu);
   // Notes the time of the first peer marked down and up again, from the requester's counters.
-  void note_liveness(Gpu& state);
+  void note_liveness(SimPartition& part, Gpu& state);
   bool only_endless_timers_left() const {
-    return workload_done_ && queue_.size() == timers_pending_ &&
-           (links_down_ > 0 || peers_down_ > 0);
+    const SimPartition& only = partitions_[0];
+    return workload_done_ && only.queue.size() == only.timers_pending &&
+           (links_down_ > 0 || only.tally.peers_down > 0);
   }
-  void fill_report(const Workload& workload, std::uint64_t events);
+  void fill_report(const Workload& workload);
+  // Adds up what the partitions' GPUs counted.
+  void add_gpu_tallies();
+  // With two partitions and independent GPUs, the first this many GPUs run in the switches'
+  // partition, which has less to do per frame (sim_windows.cpp).
+  std::size_t gpus_beside_switches(TopologyKind kind) const;
   void add_switch_reports();
   void add_liveness_report();
   // A switch queued a frame for the link: start it now, or make sure one starts when the wire
@@ -209,55 +249,54 @@ class SimFabric {
   void kick(std::uint32_t link_index);
   // Precondition: the switch port has a frame and the wire is free.
   void start_tx(std::uint32_t link_index);
-  // Puts the frame in `slot` on the wire at `start` and schedules its arrival.
-  void launch(std::uint32_t link_index, std::uint32_t slot, TimePs start);
+  // Puts the frame in `from`'s `slot` on the wire at `start`, and schedules its arrival (or
+  // sends it to the other partition).
+  void launch(SimPartition& from, std::uint32_t link_index, std::uint32_t slot, TimePs start);
+  // The link's wire carries a frame of `frame_bytes` from `start`: returns when it reaches the
+  // far end.
+  TimePs transmit(SimPartition& from, std::uint32_t link_index, std::size_t frame_bytes,
+                  TimePs start);
+  // The frame in `to`'s `slot` reaches the far end of the link at `arrival`: queued for its
+  // GPU, or in the link's in-flight FIFO for the switch (or the NIC's link layer).
+  void arrive(SimPartition& to, std::uint32_t link_index, std::uint32_t slot, TimePs arrival);
+  // Sends a frame to the other partition. Throws std::logic_error if it would arrive inside
+  // the window running now (the lookahead was wrong).
+  static void post(SimPartition& from, std::uint32_t link_index, TimePs arrival,
+                   wire::Frame&& frame);
   bool has_frame(const Link& link) const {
     return switches_[link.from.node]->front(link.from.port) != nullptr;
   }
-  // A slot for a frame in flight: the last one freed, or a new one (rare once warm).
-  std::uint32_t take_slot() {
-    if (free_slots_.empty()) [[unlikely]] {
-      return new_slot();
-    }
-    const std::uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    return slot;
-  }
-  std::uint32_t new_slot();
-  void release_slot(std::uint32_t slot);
-  TimeNs now_ns() const { return now_ / kPsPerNs; }
 
   const TopologyConfig& config_;
   SimEngine engine_;
   bool link_retry_;    // [link] retry = "llr"
   bool flow_control_;  // [link] flow_control is "cbfc" or "pfc"
   bool link_layer_;    // either: frames to and from GPUs pass the NIC's link layer
+  bool partitioned_;   // the GPUs' and the switches' events are two partitions
   SimTopology topology_;
-  // Every GPU's local memory: one buffer, shared by all the endpoints. The simulator models
-  // time, not contents (nothing reads a value back to decide anything), so it keeps one
-  // hbm_bytes image instead of one per GPU: the completers' copies land in memory that stays
-  // in cache (docs/simulator.md, "GPU memory").
-  SparseMemory memory_;
+  // Every GPU's local memory: one buffer, shared by all the endpoints of a group. The simulator
+  // models time, not contents (nothing reads a value back to decide anything), so it keeps one
+  // hbm_bytes image per group of GPUs instead of one per GPU: the completers' copies land in
+  // memory that stays in cache (docs/simulator.md, "GPU memory"). Two groups when partitioned:
+  // their GPUs may run on two threads.
+  std::vector<SparseMemory> memories_;
+  // Each GPU's group: 1 for the first gpus_beside_switches() GPUs when partitioned, else 0.
+  // With a workload whose GPUs are independent, group 1 runs in the switches' partition.
+  std::vector<std::uint8_t> gpu_group_;
+  std::vector<std::uint8_t> gpu_partition_;  // which partition runs each GPU's events
+  SimPartition& gpu_part(GpuId gpu) { return partitions_[gpu_partition_[gpu]]; }
   std::vector<Gpu> gpus_;
   std::vector<std::unique_ptr<SwitchCore>> switches_;
   std::vector<TimeNs> release_scheduled_ns_;  // per switch: kNoRelease when none is pending
   std::vector<Link> links_;
-  std::vector<wire::Frame> slots_;  // frames in flight on links or in the completer
-  std::vector<std::uint32_t> free_slots_;
-  EventQueue queue_;
-  SerializationTable serialization_;
-  TimePs now_ = 0;
+  // The GPUs' side of the events and the switches' side: two partitions, or both the first.
+  std::array<SimPartition, 2> partitions_;
+  SimPartition& sw_;
   TimePs issue_ps_, completer_ps_;
   Workload* workload_ = nullptr;
   bool workload_done_ = false;
-  // Events in the queue that are timers (wake-ups, link faults), not work in progress.
-  std::size_t timers_pending_ = 0;
-  std::size_t links_down_ = 0;  // switch ports down now
-  std::size_t peers_down_ = 0;  // (requester, peer) pairs marked down now
-  Effects effects_;
-  std::vector<PortId> touched_;
-  std::vector<GpuId> wake_;
-  std::vector<TimePs> latencies_;
+  bool independent_gpus_ = false;  // the workload's GPUs may run in two partitions
+  std::size_t links_down_ = 0;     // switch ports down now
   SimReport report_;
 };
 

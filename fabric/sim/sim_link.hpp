@@ -55,6 +55,16 @@ struct Link {
   // Fixed delay from the last bit leaving `from` to the frame being handed to `to`:
   // propagation plus the receiver's pipeline (switch forwarding latency or NIC rx latency).
   TimePs delay_ps = 0;
+  // Its ends are in different partitions of the simulator (sim_partition.hpp): a frame on it
+  // goes to the other partition's outbox.
+  bool crosses = false;
+  // The sender's, and below it the receiver's, each on cache lines of its own: the simulator
+  // may run a link's two ends on two threads (sim_partition.hpp), and each end writes its part
+  // for every frame.
+  alignas(64) TimePs free_at = 0;  // the wire is busy with a frame until then
+  bool kick_pending = false;       // a kTxDone event will start the next waiting frame
+  std::uint64_t frames_sent = 0;
+  std::uint64_t wire_bytes_sent = 0;
   // Frames on the wire or in the receiver's pipeline, in arrival order (arrivals on one link
   // are monotonic, so only the first needs an event in the queue).
   struct InFlight {
@@ -63,11 +73,7 @@ struct Link {
     std::uint32_t hint_bytes;  // how much of the frame its event will read
     const std::byte* data;     // the frame's bytes: the next event's prefetch hint
   };
-  Fifo<InFlight> in_flight;
-  TimePs free_at = 0;         // the wire is busy with a frame until then
-  bool kick_pending = false;  // a kTxDone event will start the next waiting frame
-  std::uint64_t frames_sent = 0;
-  std::uint64_t wire_bytes_sent = 0;
+  alignas(64) Fifo<InFlight> in_flight;
 };
 
 }  // namespace ethx::sim

@@ -93,6 +93,7 @@ bool SimFabric::take_waiting(Gpu& state, wire::Frame& out, TimeNs start_ns) {
 }
 
 void SimFabric::send_on_gpu_link(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   const std::uint32_t uplink = topology_.gpu_tx_link[gpu];
   const MacAddr& mac = config_.gpus[gpu].mac;
@@ -101,58 +102,61 @@ void SimFabric::send_on_gpu_link(GpuId gpu) {
   // is free (a pause that arrives meanwhile must hold the next frame): one frame at a time,
   // and the link timer comes back when it has left.
   for (;;) {
-    if (flow_control_ && links_[uplink].free_at > now_) break;
-    const TimePs start = std::max(now_, links_[uplink].free_at);
+    if (flow_control_ && links_[uplink].free_at > part.now) break;
+    const TimePs start = std::max(part.now, links_[uplink].free_at);
     const TimeNs start_ns = start / kPsPerNs;
-    const std::uint32_t slot = take_slot();
-    wire::Frame& frame = slots_[slot];
+    const std::uint32_t slot = part.take_slot();
+    wire::Frame& frame = part.slots[slot];
     // What the NIC writes itself (an ACK, a credit update, a replay's copy) goes into a
     // recycled buffer: a free slot holds none, and each would allocate one. (Not for a waiting
     // frame: it brings its own, and the lent one would be freed.)
-    if (frame.capacity() == 0 && nic_writes_next(state)) frame = effects_.take_spare();
+    if (frame.capacity() == 0 && nic_writes_next(state)) frame = part.effects.take_spare();
     // ACK/NAK, then a credit update or pause, then replays, then new frames.
     const bool sent = (state.llr && state.llr->take_control(frame, mac)) ||
                       take_flow_control(state, frame, mac, start_ns) ||
                       (state.llr && state.llr->take_replay(frame, start_ns)) ||
                       take_waiting(state, frame, start_ns);
     if (!sent) {
-      release_slot(slot);
+      part.release_slot(slot);
       break;
     }
-    launch(uplink, slot, start);
+    launch(part, uplink, slot, start);
   }
   schedule_link_timer(gpu);
 }
 
 void SimFabric::on_gpu_arrival(GpuId gpu, std::uint32_t slot) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
-  wire::Frame& frame = slots_[slot];
+  wire::Frame& frame = part.slots[slot];
   bool deliver = true;
   if (state.llr) {
     std::size_t payload_bytes = 0;
     // Not delivered: an ACK or NAK (taken), or a damaged or out-of-sequence frame.
-    deliver = state.llr->receive(frame, now_ns(), payload_bytes) == LinkRetry::Verdict::kDeliver;
+    deliver =
+        state.llr->receive(frame, part.now_ns(), payload_bytes) == LinkRetry::Verdict::kDeliver;
     if (deliver) frame.resize(payload_bytes);
   }
   if (deliver && state.flow_receiver) {
     if (is_flow_control_frame(frame)) {
-      state.flow_sender->on_control(frame, now_ns());
+      state.flow_sender->on_control(frame, part.now_ns());
       deliver = false;
     } else {
       const TrafficClass c = traffic_class_of(frame);
-      state.flow_receiver->on_arrival(c, frame.size(), now_ns());
+      state.flow_receiver->on_arrival(c, frame.size(), part.now_ns());
       state.flow_receiver->on_departure(c, frame.size());
     }
   }
   if (deliver) {
-    queue_delivery(gpu, slot, now_);
+    queue_delivery(gpu, slot, part.now);
   } else {
-    release_slot(slot);
+    part.release_slot(slot);
   }
   send_on_gpu_link(gpu);
 }
 
 void SimFabric::schedule_link_timer(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   TimeNs deadline_ns = state.llr ? state.llr->next_deadline_ns() : LinkRetry::kNever;
   // A pause that holds waiting frames ends with time, not with a frame.
@@ -160,24 +164,25 @@ void SimFabric::schedule_link_timer(GpuId gpu) {
   if (state.flow_sender &&
       (!state.link_waiting[0].empty() || !state.link_waiting[1].empty() ||
        state.flow_receiver->control_due() || (state.llr && state.llr->has_output()))) {
-    deadline_ns = std::min(deadline_ns, state.flow_sender->resume_at_ns(now_ns()));
+    deadline_ns = std::min(deadline_ns, state.flow_sender->resume_at_ns(part.now_ns()));
     const TimePs free_at = links_[topology_.gpu_tx_link[gpu]].free_at;
-    if (free_at > now_) wire_free_ps = free_at;
+    if (free_at > part.now) wire_free_ps = free_at;
   }
   if (deadline_ns == LinkRetry::kNever && wire_free_ps == UINT64_MAX) return;
   const TimePs deadline_ps = deadline_ns == LinkRetry::kNever ? UINT64_MAX : deadline_ns * kPsPerNs;
-  const TimePs at = std::max(std::min(deadline_ps, wire_free_ps), now_);
+  const TimePs at = std::max(std::min(deadline_ps, wire_free_ps), part.now);
   if (at >= state.llr_timer_pending) return;
   state.llr_timer_pending = at;
-  queue_.push(at, kLinkTimer, gpu);
-  ++timers_pending_;
+  part.queue.push(at, kLinkTimer, gpu);
+  ++part.timers_pending;
 }
 
 void SimFabric::on_link_timer(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
-  if (now_ != state.llr_timer_pending) return;  // superseded by an earlier one
+  if (part.now != state.llr_timer_pending) return;  // superseded by an earlier one
   state.llr_timer_pending = UINT64_MAX;
-  if (state.llr) state.llr->on_time(now_ns());
+  if (state.llr) state.llr->on_time(part.now_ns());
   send_on_gpu_link(gpu);
 }
 

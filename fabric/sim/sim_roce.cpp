@@ -73,7 +73,7 @@ void SimFabric::add_roce_gpus() {
     node_config.ip = roce_ipv4_for_gpu(static_cast<GpuId>(gpu));
     node_config.icrc = config_.sim_crc;
     gpus_[gpu].roce =
-        std::make_unique<RoceGpu>(node_config, memory_.bytes(), config_.rnic, gpus_.size());
+        std::make_unique<RoceGpu>(node_config, memories_[0].bytes(), config_.rnic, gpus_.size());
   }
 }
 
@@ -101,25 +101,27 @@ roce::QpNum SimFabric::roce_qp(GpuId gpu, GpuId peer) {
 
 // One operation per work request; the GPU may have max_outstanding of them posted.
 void SimFabric::try_issue_roce(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   RoceGpu& roce = *state.roce;
   OpSpec op;
   while (roce.outstanding < config_.max_outstanding && workload_->peek(gpu, op)) {
     workload_->issued(gpu);
     ++roce.outstanding;
-    const TimePs doorbell_ps = roce.nic.post(now_);
-    state.issuing.push_back(PendingIssue{op, 1, now_, doorbell_ps});
-    if (state.issuing.size() == 1) queue_.push(doorbell_ps, kIssue, gpu);
+    const TimePs doorbell_ps = roce.nic.post(part.now);
+    state.issuing.push_back(PendingIssue{op, 1, part.now, doorbell_ps});
+    if (state.issuing.size() == 1) part.queue.push(doorbell_ps, kIssue, gpu);
   }
 }
 
 // The doorbell reached the NIC: post the WR and let the NIC process it.
 void SimFabric::on_issue_roce(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   RoceGpu& roce = *state.roce;
   const PendingIssue pending = state.issuing.front();
   state.issuing.pop_front();
-  if (!state.issuing.empty()) queue_.push(state.issuing.front().handed_ps, kIssue, gpu);
+  if (!state.issuing.empty()) part.queue.push(state.issuing.front().handed_ps, kIssue, gpu);
   const roce::QpNum qpn = roce_qp(gpu, pending.op.dst);
   const RoceGpu& peer = *gpus_[pending.op.dst].roce;
   roce::SendWr wr;
@@ -137,96 +139,102 @@ void SimFabric::on_issue_roce(GpuId gpu) {
   NicAccess access{qpn, !roce.nic.inline_send(pending.op.read ? 0 : pending.op.bytes),
                    roce.region.lkey, 0, inline_send ? 0 : pending.op.bytes};
   const TimePs ready =
-      std::max(roce.nic.process(now_, access), roce.sends.empty() ? 0 : roce.sends.back().at);
+      std::max(roce.nic.process(part.now, access), roce.sends.empty() ? 0 : roce.sends.back().at);
   roce.sends.push_back(RoceGpu::Send{ready, qpn});
-  if (roce.sends.size() == 1) queue_.push(ready, kRoceSend, gpu);
+  if (roce.sends.size() == 1) part.queue.push(ready, kRoceSend, gpu);
 }
 
 void SimFabric::on_roce_send(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   RoceGpu& roce = *gpus_[gpu].roce;
   const RoceGpu::Send send = roce.sends.front();
   roce.sends.pop_front();
-  if (!roce.sends.empty()) queue_.push(roce.sends.front().at, kRoceSend, gpu);
-  effects_.clear();
-  roce.node.ring_doorbell(send.qpn, now_ns(), effects_);
+  if (!roce.sends.empty()) part.queue.push(roce.sends.front().at, kRoceSend, gpu);
+  part.effects.clear();
+  roce.node.ring_doorbell(send.qpn, part.now_ns(), part.effects);
   after_roce(gpu);
 }
 
 // A packet reached the NIC: it processes it (contexts, checks) before the engine sees it.
 void SimFabric::on_roce_arrival(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   RoceGpu& roce = *gpus_[gpu].roce;
   RoceGpu::Received received = roce.arriving.front();
   roce.arriving.pop_front();
-  if (!roce.arriving.empty()) queue_.push(roce.arriving.front().at, kRoceArrival, gpu);
-  const RocePacketCost cost = roce_packet_cost(slots_[received.slot]);
+  if (!roce.arriving.empty()) part.queue.push(roce.arriving.front().at, kRoceArrival, gpu);
+  const RocePacketCost cost = roce_packet_cost(part.slots[received.slot]);
   NicAccess access{cost.dest_qp, false, cost.rkey, cost.address, cost.touched_bytes};
   if (!cost.valid) access = NicAccess{};  // the engine counts it; the NIC still looked
-  received.at = std::max(roce.nic.process(now_, access),
+  received.at = std::max(roce.nic.process(part.now, access),
                          roce.processed.empty() ? 0 : roce.processed.back().at);
   received.place_bytes = cost.place_bytes;
   roce.processed.push_back(received);
-  if (roce.processed.size() == 1) queue_.push(received.at, kRoceProcessed, gpu);
+  if (roce.processed.size() == 1) part.queue.push(received.at, kRoceProcessed, gpu);
 }
 
 void SimFabric::on_roce_processed(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   RoceGpu& roce = *gpus_[gpu].roce;
   const RoceGpu::Received received = roce.processed.front();
   roce.processed.pop_front();
-  if (!roce.processed.empty()) queue_.push(roce.processed.front().at, kRoceProcessed, gpu);
-  ++report_.frames_delivered;
+  if (!roce.processed.empty()) part.queue.push(roce.processed.front().at, kRoceProcessed, gpu);
+  ++part.tally.frames_delivered;
   // Posted: the engine answers (ACK, READ response) without waiting for the write to land;
   // a completion's CQE is written after it, on the same direction of PCIe.
-  if (received.place_bytes > 0) roce.nic.dma_write(now_, received.place_bytes);
-  effects_.clear();
-  roce.node.on_frame(slots_[received.slot], now_ns(), effects_);
-  release_slot(received.slot);
+  if (received.place_bytes > 0) roce.nic.dma_write(part.now, received.place_bytes);
+  part.effects.clear();
+  roce.node.on_frame(part.slots[received.slot], part.now_ns(), part.effects);
+  part.release_slot(received.slot);
   after_roce(gpu);
 }
 
 // Frames the engine produced go to the wire once the NIC has their payload (a DMA read,
 // unless it came inline); completions get their CQE; a wake-up is scheduled.
 void SimFabric::after_roce(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   RoceGpu& roce = *state.roce;
   const std::uint32_t uplink = topology_.gpu_tx_link[gpu];
-  for (wire::Frame& frame : effects_.send) {
+  for (wire::Frame& frame : part.effects.send) {
     const RocePacketCost cost = roce_packet_cost(frame);
     // Only a one-packet request can have come inline with its doorbell.
     const bool came_inline = cost.one_packet_request && roce.nic.inline_send(cost.fetch_bytes);
-    const TimePs ready =
-        cost.fetch_bytes == 0 || came_inline ? now_ : roce.nic.dma_read(now_, cost.fetch_bytes);
-    const std::uint32_t slot = take_slot();
-    slots_[slot].swap(frame);
-    launch(uplink, slot, std::max(ready, links_[uplink].free_at));
+    const TimePs ready = cost.fetch_bytes == 0 || came_inline
+                             ? part.now
+                             : roce.nic.dma_read(part.now, cost.fetch_bytes);
+    const std::uint32_t slot = part.take_slot();
+    part.slots[slot].swap(frame);
+    launch(part, uplink, slot, std::max(ready, links_[uplink].free_at));
   }
   schedule_wake(gpu);
-  effects_.clear();
+  part.effects.clear();
   roce::WorkCompletion completions[16];
   while (const std::size_t count = roce.node.poll_cq(roce.cq, completions)) {
     for (std::size_t index = 0; index < count; ++index) {
-      const TimePs seen = roce.nic.write_cqe(now_);
+      const TimePs seen = roce.nic.write_cqe(part.now);
       roce.completions.push_back(
           RoceGpu::Seen{seen, completions[index].wr_id, completions[index].status});
-      if (roce.completions.size() == 1) queue_.push(seen, kRoceCompletion, gpu);
+      if (roce.completions.size() == 1) part.queue.push(seen, kRoceCompletion, gpu);
     }
   }
 }
 
 void SimFabric::on_roce_completion(GpuId gpu) {
+  SimPartition& part = gpu_part(gpu);
   Gpu& state = gpus_[gpu];
   RoceGpu& roce = *state.roce;
   const RoceGpu::Seen seen = roce.completions.front();
   roce.completions.pop_front();
-  if (!roce.completions.empty()) queue_.push(roce.completions.front().at, kRoceCompletion, gpu);
+  if (!roce.completions.empty()) part.queue.push(roce.completions.front().at, kRoceCompletion, gpu);
   --roce.outstanding;
   Completion completion;
   completion.id = seen.wr_id;
   completion.status = load_store_status(seen.status);
-  count_completion(completion, state.ops.take(seen.wr_id));
-  wake_.clear();
-  workload_->completed(gpu, wake_);
+  count_completion(part, completion, state.ops.take(seen.wr_id));
+  part.wake.clear();
+  workload_->completed(gpu, part.wake);
   workload_done_ = workload_->done();
-  const std::vector<GpuId> others = wake_;
+  const std::vector<GpuId> others = part.wake;
   try_issue_roce(gpu);
   for (GpuId other : others) {
     if (other != gpu) try_issue_roce(other);

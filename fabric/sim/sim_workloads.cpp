@@ -1,6 +1,7 @@
 #include "fabric/sim/sim_workloads.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "fabric/sim/sim_stream_workload.hpp"
@@ -124,7 +125,8 @@ class ListWorkload : public Workload {
       } else {
         state.messages = params.repeat * (params.gpus - 1);
       }
-      total_ops_ += state.messages * ops_per_message();
+      state.ops_left = state.messages * ops_per_message();
+      gpus_left_ += state.ops_left > 0;
     }
   }
 
@@ -145,12 +147,19 @@ class ListWorkload : public Workload {
     if (state.cursor.offset == state.cursor.bytes) state.cursor.active = false;
   }
 
-  void completed(GpuId, std::vector<GpuId>&) override { ++completed_ops_; }
-  bool done() const override { return completed_ops_ == total_ops_; }
+  void completed(GpuId gpu, std::vector<GpuId>&) override {
+    // A GPU finishes once: the one count two threads may share changes that rarely.
+    if (--gpus_[gpu].ops_left == 0) gpus_left_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  bool done() const override { return gpus_left_.load(std::memory_order_relaxed) == 0; }
+  bool independent_gpus() const override { return true; }
+  bool gpu_done(GpuId gpu) const override { return gpus_[gpu].ops_left == 0; }
 
  private:
-  struct State {
+  // A cache line each: GPUs of two partitions may be handled on two threads at once.
+  struct alignas(64) State {
     std::uint64_t messages = 0;
+    std::uint64_t ops_left = 0;  // operations not yet completed
     std::uint64_t started = 0;
     std::uint64_t rng = 0;
     Cursor cursor;
@@ -186,8 +195,7 @@ class ListWorkload : public Workload {
   WorkloadKind kind_;
   WorkloadParams params_;
   std::vector<State> gpus_;
-  std::uint64_t total_ops_ = 0;
-  std::uint64_t completed_ops_ = 0;
+  std::atomic<std::size_t> gpus_left_{0};  // GPUs with operations not yet completed
 };
 
 // Ring allreduce: 2(N-1) steps (reduce-scatter, then all-gather) per repeat; in each step

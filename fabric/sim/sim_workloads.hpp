@@ -98,6 +98,13 @@ class Workload {
   virtual void completed(GpuId gpu, std::vector<GpuId>& wake) = 0;
   // Every operation has been issued and completed.
   virtual bool done() const = 0;
+
+  // Each GPU's calls read and write that GPU's state only, and completed() wakes no other GPU:
+  // the simulator may then run groups of GPUs on different threads (sim_partition.hpp), and
+  // asks gpu_done() instead of done() there. Calls for two GPUs may then run at once.
+  virtual bool independent_gpus() const { return false; }
+  // Every operation of `gpu` has been issued and completed. Only if independent_gpus().
+  virtual bool gpu_done(GpuId /*gpu*/) const { return done(); }
 };
 
 // Throws std::invalid_argument on bad parameters (no bytes, bytes past local memory).

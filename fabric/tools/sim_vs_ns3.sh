@@ -12,6 +12,8 @@
 #   --bytes B            payload bytes per packet, 1..1472 (default 64)
 #   --repeat R           `ethx sim --repeat`; default: calibrated so ethx runs ~--seconds
 #   --seconds S          wall seconds to aim the ethx run at when calibrating (default 3)
+#   --threads T          `ethx sim --threads` (1 or 2; default: ethx's own, 2 on two or more
+#                        cores); ns-3 runs on one
 #   --rounds N           run both N times, alternating, and report the median ratio with its
 #                        range (default 1; the host's load moves one run's ratio by a sixth)
 #   --json               print one JSON object on stdout instead of the table
@@ -33,6 +35,7 @@ bytes=64
 repeat=""
 target_seconds=3
 rounds=1
+threads=""
 json=0
 ns3_only=""
 ethx=""
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat="${2:?--repeat needs a value}"; shift 2 ;;
     --seconds) target_seconds="${2:?--seconds needs a value}"; shift 2 ;;
     --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
+    --threads) threads="${2:?--threads needs a value}"; shift 2 ;;
     --json) json=1; shift ;;
     --ns3-only) ns3_only="${2:?--ns3-only needs packets per pair}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -61,6 +65,7 @@ done
   die "--bytes must be 1..1472 (one ns-3 UDP datagram in a 1500 B MTU)"
 [ -z "$repeat" ] || { is_uint "$repeat" && [ "$repeat" -ge 1 ]; } || die "--repeat must be >= 1"
 { is_uint "$rounds" && [ "$rounds" -ge 1 ]; } || die "--rounds must be an integer >= 1"
+[ -z "$threads" ] || [ "$threads" = 1 ] || [ "$threads" = 2 ] || die "--threads must be 1 or 2"
 [ -z "$ns3_only" ] || { is_uint "$ns3_only" && [ "$ns3_only" -ge 1 ]; } ||
   die "--ns3-only needs packets per pair >= 1"
 awk -v s="$target_seconds" 'BEGIN { exit !(s + 0 > 0) }' || die "--seconds must be > 0"
@@ -132,7 +137,8 @@ run_ethx() {
   local out err timing status=0 real user sys TIMEFORMAT='%3R %3U %3S'
   out="$(mktemp)"; err="$(mktemp)"; timing="$(mktemp)"
   { time "$ethx" sim --gpus "$hosts" --workload all-to-all --bytes "$bytes" --repeat "$1" \
-      --json --topology single >"$out" 2>"$err"; } 2>"$timing" || status=$?
+      --json --topology single ${threads:+--threads "$threads"} >"$out" 2>"$err"; } \
+    2>"$timing" || status=$?
   if [ "$status" -ne 0 ]; then
     cat "$err" >&2
     rm -f "$out" "$err" "$timing"
@@ -207,6 +213,9 @@ say "ethx sim: --gpus $hosts --workload all-to-all --bytes $bytes --repeat $repe
 run_ethx "$repeat"
 ethx_frames="$(json_uint frames_delivered)" || die "ethx sim printed no frames_delivered in its JSON"
 ethx_events="$(json_uint events || true)"
+# The threads ethx used, from its stderr line ("wall 0.652 s on 2 threads, ...").
+ethx_threads="$(printf '%s\n' "$ethx_stderr_line" | grep -oE 'on [0-9]+ thread' | grep -oE '[0-9]+' ||
+  echo 1)"
 [ "$ethx_frames" -gt 0 ] || die "ethx sim delivered no frames"
 
 # ns-3: the packets per pair that make its total closest to ethx's frames delivered.
@@ -260,8 +269,9 @@ ratio_max="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | tail -n1 | cu
 
 if [ "$json" -eq 1 ]; then
   printf '{"hosts":%s,"payload_bytes":%s,' "$hosts" "$bytes"
-  printf '"ethx":{"binary":"%s","repeat":%s,"packets_delivered":%s,"wall_seconds":%s,' \
-    "$ethx" "$repeat" "$ethx_frames" "$ethx_wall"
+  printf '"ethx":{"binary":"%s","repeat":%s,"threads":%s,"packets_delivered":%s,' \
+    "$ethx" "$repeat" "$ethx_threads" "$ethx_frames"
+  printf '"wall_seconds":%s,' "$ethx_wall"
   printf '"cpu_seconds":%s,"packets_per_wall_second":%s,"events":%s,"run_seconds_from_stderr":%s},' \
     "$ethx_cpu" "$ethx_pps" "${ethx_events:-null}" "${ethx_run:-null}"
   printf '"ns3":{"packets_per_pair":%s,"packets_delivered":%s,"wall_seconds":%s,"cpu_seconds":%s,' \
@@ -272,8 +282,8 @@ if [ "$json" -eq 1 ]; then
   exit 0
 fi
 
-printf '\n%d hosts on one switch, all-to-all, %d B payloads (ethx --repeat %d; ns-3 %d packets per pair)\n\n' \
-  "$hosts" "$bytes" "$repeat" "$per_pair"
+printf '\n%d hosts on one switch, all-to-all, %d B payloads (ethx --repeat %d on %d thread(s); ns-3 %d packets per pair)\n\n' \
+  "$hosts" "$bytes" "$repeat" "$ethx_threads" "$per_pair"
 printf '%-9s %18s %13s %12s %18s %11s\n' tool "packets delivered" "wall seconds" "cpu seconds" \
   "packets / wall s" "events/pkt"
 row() {

@@ -222,30 +222,44 @@ TEST(SimFabric, LeafSpineDeliversEveryMessageFor64Gpus) {
   }
 }
 
-TEST(SimFabric, EveryGpuServesOneSharedMemoryImageThatTheWritesLandIn) {
+TEST(SimFabric, EachPartitionsGpusServeOneSharedMemoryImageThatTheWritesLandIn) {
   TopologyConfig config = load_topology("");
   config.resize(8);
+  // In one partition every GPU serves the same image.
+  SimFabric one(config, TopologyKind::kSingle, SimEngine::kLoadStore, SimPartitioning::kOne);
+  for (GpuId gpu = 1; gpu < 8; ++gpu) {
+    EXPECT_EQ(one.endpoint(gpu).completer().memory().data(),
+              one.endpoint(0).completer().memory().data());
+  }
+  // In two, the GPU that runs beside the switch (GPU 0 of 8) has one of its own, so that two
+  // threads never write one image.
   SimFabric fabric(config, TopologyKind::kSingle);
-  const std::span<std::byte> memory = fabric.endpoint(0).completer().memory();
-  EXPECT_EQ(memory.size(), config.hbm_bytes);
+  ASSERT_TRUE(fabric.partitioned());
+  const std::span<std::byte> beside = fabric.endpoint(0).completer().memory();
+  const std::span<std::byte> memory = fabric.endpoint(1).completer().memory();
+  EXPECT_NE(beside.data(), memory.data());
   for (GpuId gpu = 1; gpu < 8; ++gpu) {
     EXPECT_EQ(fabric.endpoint(gpu).completer().memory().data(), memory.data()) << gpu;
-    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().size(), memory.size()) << gpu;
+    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().size(), config.hbm_bytes) << gpu;
   }
-  // The senders' data comes from the start of the image: mark it, and every landing slot
+  // The senders' data comes from the start of their image: mark both, and every landing slot
   // (GPU g's message to any peer lands at g x 4 KiB) holds the mark after the run.
   std::fill_n(memory.begin(), 4096, std::byte{0x5A});
+  std::fill_n(beside.begin(), 4096, std::byte{0x5A});
   WorkloadParams params;
   params.gpus = 8;
   params.bytes = 4096;
   params.max_op_bytes = fabric.max_op_bytes();
   const auto workload = make_workload(WorkloadKind::kAllToAll, params);
-  const SimReport report = fabric.run(*workload);
+  const SimReport report = fabric.run(*workload, 2);
   ASSERT_EQ(report.ops_ok, 8u * 7u);
-  for (std::size_t at = 0; at < 8 * 4096; ++at) {
-    ASSERT_EQ(memory[at], std::byte{0x5A}) << at;
+  constexpr std::size_t kSlotsBytes = std::size_t{8} * 4096;
+  for (const std::span<std::byte> image : {memory, beside}) {
+    for (std::size_t at = 0; at < kSlotsBytes; ++at) {
+      ASSERT_EQ(image[at], std::byte{0x5A}) << at;
+    }
+    EXPECT_EQ(image[kSlotsBytes], std::byte{0});
   }
-  EXPECT_EQ(memory[8 * 4096], std::byte{0});
 }
 
 TEST(SimFabric, EveryWorkloadCompletesOnBothTopologies) {

@@ -1,0 +1,149 @@
+// SimFabric's two-partition run: the GPUs' events and the switches' events in windows of
+// modelled time (sim_window_plan.hpp), on one thread or two.
+//
+// Each window, each partition first takes the frames the other sent it in the window before
+// (in the order they were sent), then runs its own events up to the window's end. Both
+// partitions do exactly this whatever the thread count, and the plan is worked out from what
+// both reported, so one thread and two give the same report. With two, the switches'
+// partition runs on a second thread, and the two meet between windows (sim_window_meeting.hpp),
+// where the last to arrive plans the next window.
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "fabric/sim/sim_fabric.hpp"
+#include "fabric/sim/sim_window_meeting.hpp"
+#include "fabric/sim/sim_window_plan.hpp"
+
+namespace ethx::sim {
+namespace {
+
+WindowSummary summarize(const SimPartition& part) {
+  WindowSummary summary;
+  summary.next_ps = part.queue.empty() ? kNoEventPs : part.queue.top().at;
+  const auto& sent = part.outbox[part.window & 1];
+  summary.sent_next_ps = part.outbox_next_ps;
+  summary.queued = part.queue.size();
+  summary.sent = sent.size();
+  summary.timers = part.timers_pending;
+  return summary;
+}
+
+}  // namespace
+
+std::size_t SimFabric::gpus_beside_switches(TopologyKind kind) const {
+  // Balance: a frame costs the switch a part s of what it costs in all, so with a part g of
+  // the GPUs beside the switches each thread has half when s + g (1 - s) = (1 - g) (1 - s).
+  // On one switch s is about 0.38 (docs/simulator.md, "Round 9"), g = 3/16. On leaf-spine a
+  // frame crosses up to three switches and the switches' side is the busier one already.
+  if (kind != TopologyKind::kSingle) return 0;
+  return config_.gpu_count * 3 / 16;
+}
+
+TimePs SimFabric::min_crossing_ps(NodeKind from) const {
+  TimePs min_ps = kNoEventPs;
+  for (const Link& link : links_) {
+    if (link.from.kind != from || link.to.kind == from) continue;
+    // serialization_ps(0) is the shortest frame's: every frame is padded to 60 bytes at least.
+    min_ps = std::min(min_ps, serialization_ps(0, link.rate_gbps) + link.delay_ps);
+  }
+  return min_ps;
+}
+
+void SimFabric::post(SimPartition& from, std::uint32_t link_index, TimePs arrival,
+                     wire::Frame&& frame) {
+  if (arrival < from.window_end_ps) [[unlikely]] {
+    throw std::logic_error("simulator: a frame sent at " + std::to_string(from.now) +
+                           " ps arrives at " + std::to_string(arrival) +
+                           " ps, inside the window ending at " +
+                           std::to_string(from.window_end_ps) + " ps (lookahead too long)");
+  }
+  from.outbox[from.window & 1].push_back(CrossingFrame{arrival, link_index, std::move(frame)});
+  from.outbox_next_ps = std::min(from.outbox_next_ps, arrival);
+}
+
+void SimFabric::take_crossing(SimPartition& into, std::vector<CrossingFrame>& inbox) {
+  for (CrossingFrame& crossing : inbox) {
+    const std::uint32_t slot = into.take_slot();
+    into.slots[slot].swap(crossing.frame);
+    arrive(into, crossing.link, slot, crossing.at_ps);
+  }
+  inbox.clear();
+}
+
+void SimFabric::run_window(SimPartition& part, TimePs end_ps) {
+  part.window_end_ps = end_ps;
+  part.outbox_next_ps = kNoEventPs;
+  EventQueue& queue = part.queue;
+  while (!queue.empty() && queue.top().at < end_ps) {
+    const Event event = queue.pop();
+    if (!queue.empty()) prefetch(part, queue.top());
+    part.now = event.at;
+    ++part.events;
+    dispatch(part, event);
+  }
+}
+
+void SimFabric::run_windows(unsigned threads) {
+  const Lookahead lookahead{min_crossing_ps(NodeKind::kGpu), min_crossing_ps(NodeKind::kSwitch)};
+  std::array<WindowSummary, 2> summaries;  // [0] the GPUs', [1] the switches'
+  const auto summarize_side = [&](std::size_t side) {
+    SimPartition& part = partitions_[side];
+    WindowSummary summary = summarize(part);
+    if (independent_gpus_) {
+      summary.gpus_left = part.tally.gpus - part.tally.gpus_done;
+    } else if (side == 0) {  // every GPU runs here, and nothing else calls the workload
+      summary.gpus_left = workload_->done() ? 0 : 1;
+    }
+    summary.down = part.tally.peers_down + (side == 1 ? links_down_ : 0);
+    summaries[side] = summary;
+  };
+  summarize_side(0);
+  summarize_side(1);
+  WindowPlan plan = plan_window(summaries[0], summaries[1], lookahead);
+  // One window of one side: the other's frames from the window before, then its own events.
+  const auto run_side = [&](std::size_t side) {
+    SimPartition& part = partitions_[side];
+    SimPartition& other = partitions_[1 - side];
+    take_crossing(part, other.outbox[(part.window + 1) & 1]);
+    run_window(part, plan.end_ps);
+  };
+  const auto finish_side = [&](std::size_t side, bool failed) {
+    summarize_side(side);
+    summaries[side].failed = failed;
+    ++partitions_[side].window;
+  };
+  if (threads < 2) {
+    while (!plan.stop) {
+      for (std::size_t side : {0, 1}) {
+        run_side(side);
+        finish_side(side, false);
+      }
+      plan = plan_window(summaries[0], summaries[1], lookahead);
+    }
+    return;
+  }
+  std::array<std::exception_ptr, 2> errors;
+  WindowMeeting meeting;
+  const auto plan_next = [&] { plan = plan_window(summaries[0], summaries[1], lookahead); };
+  const auto side_loop = [&](std::size_t side) {
+    while (!plan.stop) {
+      try {
+        run_side(side);
+      } catch (...) {
+        errors[side] = std::current_exception();
+      }
+      finish_side(side, errors[side] != nullptr);
+      meeting.arrive_and_wait(plan_next);
+    }
+  };
+  std::thread switches([&] { side_loop(1); });
+  side_loop(0);
+  switches.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+}  // namespace ethx::sim
