@@ -318,7 +318,7 @@ void SimFabric::after_engine(GpuId gpu) {
     }
     const TimePs start = std::max(part.now, links_[uplink].free_at);
     if (links_[uplink].crosses) {  // straight to the switches' partition: no slot here
-      post(part, uplink, transmit(part, uplink, frame.size(), start), std::move(frame));
+      part.send_across(uplink, transmit(part, uplink, frame.size(), start), std::move(frame));
       continue;
     }
     const std::uint32_t slot = part.take_slot();
@@ -416,7 +416,7 @@ void SimFabric::start_tx(std::uint32_t link_index) {
   if (link.crosses) {  // straight to the GPU's partition: no slot here
     wire::Frame frame;
     switches_[link.from.node]->pop_into(link.from.port, frame, sw_.now_ns());
-    post(sw_, link_index, transmit(sw_, link_index, frame.size(), sw_.now), std::move(frame));
+    sw_.send_across(link_index, transmit(sw_, link_index, frame.size(), sw_.now), std::move(frame));
   } else {
     const std::uint32_t slot = sw_.take_slot();
     switches_[link.from.node]->pop_into(link.from.port, sw_.slots[slot], sw_.now_ns());
@@ -437,7 +437,7 @@ void SimFabric::launch(SimPartition& from, std::uint32_t link_index, std::uint32
   const TimePs arrival = transmit(from, link_index, frame.size(), start);
   const Link& link = links_[link_index];
   if (link.crosses) {
-    post(from, link_index, arrival, std::move(frame));
+    from.send_across(link_index, arrival, std::move(frame));
     from.release_slot(slot);
     return;
   }

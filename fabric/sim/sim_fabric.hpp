@@ -259,10 +259,6 @@ class SimFabric {
   // The frame in `to`'s `slot` reaches the far end of the link at `arrival`: queued for its
   // GPU, or in the link's in-flight FIFO for the switch (or the NIC's link layer).
   void arrive(SimPartition& to, std::uint32_t link_index, std::uint32_t slot, TimePs arrival);
-  // Sends a frame to the other partition. Throws std::logic_error if it would arrive inside
-  // the window running now (the lookahead was wrong).
-  static void post(SimPartition& from, std::uint32_t link_index, TimePs arrival,
-                   wire::Frame&& frame);
   bool has_frame(const Link& link) const {
     return switches_[link.from.node]->front(link.from.port) != nullptr;
   }

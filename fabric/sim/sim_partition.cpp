@@ -1,5 +1,8 @@
 #include "fabric/sim/sim_partition.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace ethx::sim {
 namespace {
 
@@ -19,6 +22,12 @@ void SimPartition::release_slot(std::uint32_t slot) {
   }
   frame = wire::Frame();
   free_slots.push_back(slot);
+}
+
+void SimPartition::throw_inside_window(TimePs arrival_ps) const {
+  throw std::logic_error("simulator: a frame sent at " + std::to_string(now) + " ps arrives at " +
+                         std::to_string(arrival_ps) + " ps, inside the window ending at " +
+                         std::to_string(window_end_ps) + " ps (lookahead too long)");
 }
 
 }  // namespace ethx::sim

@@ -10,6 +10,7 @@
 // sides are one partition, and the run is the plain single-queue loop.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -88,6 +89,19 @@ struct alignas(64) SimPartition {
   }
   // Frees `slot`; the buffer its frame leaves behind goes to the engines' spares.
   void release_slot(std::uint32_t slot);
+
+  // Sends a frame to the other partition, to reach the far end of `link` at `arrival_ps`.
+  // Throws std::logic_error if that is inside the window running now (the lookahead was
+  // wrong: the other partition may have run past it).
+  void send_across(std::uint32_t link, TimePs arrival_ps, wire::Frame&& frame) {
+    if (arrival_ps < window_end_ps) [[unlikely]] {
+      throw_inside_window(arrival_ps);
+    }
+    outbox[window & 1].push_back(CrossingFrame{arrival_ps, link, std::move(frame)});
+    outbox_next_ps = std::min(outbox_next_ps, arrival_ps);
+  }
+  // send_across's error, out of its way.
+  [[noreturn, gnu::cold]] void throw_inside_window(TimePs arrival_ps) const;
 };
 
 }  // namespace ethx::sim

@@ -8,8 +8,6 @@
 // partition runs on a second thread, and the two meet between windows (sim_window_meeting.hpp),
 // where the last to arrive plans the next window.
 #include <exception>
-#include <stdexcept>
-#include <string>
 #include <thread>
 
 #include "fabric/sim/sim_fabric.hpp"
@@ -33,12 +31,16 @@ WindowSummary summarize(const SimPartition& part) {
 }  // namespace
 
 std::size_t SimFabric::gpus_beside_switches(TopologyKind kind) const {
-  // Balance: a frame costs the switch a part s of what it costs in all, so with a part g of
-  // the GPUs beside the switches each thread has half when s + g (1 - s) = (1 - g) (1 - s).
-  // On one switch s is about 0.38 (docs/simulator.md, "Round 9"), g = 3/16. On leaf-spine a
-  // frame crosses up to three switches and the switches' side is the busier one already.
+  // Balance: with a part g of the GPUs beside the switches, each thread should have half the
+  // work. A frame costs a GPU more the more peers it has (its per-peer state misses the caches),
+  // so g falls with the GPU count. Measured on the all-to-all on one switch, as the g at which
+  // neither thread waits for the other much (docs/simulator.md, "Round 9"): 10/32 at 32 GPUs,
+  // 8/32 at 256, 6/32 to 8/32 at 1024. On leaf-spine a frame crosses up to three switches and
+  // the switches' partition is the busier one already.
   if (kind != TopologyKind::kSingle) return 0;
-  return config_.gpu_count * 3 / 16;
+  const std::size_t gpus = config_.gpu_count;
+  const std::size_t per_32 = gpus <= 64 ? 10 : gpus <= 512 ? 8 : 6;
+  return gpus * per_32 / 32;
 }
 
 TimePs SimFabric::min_crossing_ps(NodeKind from) const {
@@ -49,18 +51,6 @@ TimePs SimFabric::min_crossing_ps(NodeKind from) const {
     min_ps = std::min(min_ps, serialization_ps(0, link.rate_gbps) + link.delay_ps);
   }
   return min_ps;
-}
-
-void SimFabric::post(SimPartition& from, std::uint32_t link_index, TimePs arrival,
-                     wire::Frame&& frame) {
-  if (arrival < from.window_end_ps) [[unlikely]] {
-    throw std::logic_error("simulator: a frame sent at " + std::to_string(from.now) +
-                           " ps arrives at " + std::to_string(arrival) +
-                           " ps, inside the window ending at " +
-                           std::to_string(from.window_end_ps) + " ps (lookahead too long)");
-  }
-  from.outbox[from.window & 1].push_back(CrossingFrame{arrival, link_index, std::move(frame)});
-  from.outbox_next_ps = std::min(from.outbox_next_ps, arrival);
 }
 
 void SimFabric::take_crossing(SimPartition& into, std::vector<CrossingFrame>& inbox) {

@@ -26,11 +26,12 @@ struct SimRun {
   std::string stderr_text;
 };
 
-SimRun run_sim(const std::string& environment) {
+SimRun run_sim(const std::string& environment, const std::string& extra_args = "") {
   const auto err = std::filesystem::temp_directory_path() /
                    ("ethx-test-" + std::to_string(::getpid()) + "-sim.err");
   SimRun run;
-  run.result = run_command(environment + " " + ethx_binary() + kSimArgs + " 2>" + err.string());
+  run.result =
+      run_command(environment + " " + ethx_binary() + kSimArgs + extra_args + " 2>" + err.string());
   run.stderr_text = read_file(err.string());
   std::filesystem::remove(err);
   return run;
@@ -59,6 +60,22 @@ TEST(SimCli, HugePagesChangeTheSpeedNotTheResults) {
   EXPECT_GT(std::stoull(match[1].str()), 0u);
   if (!transparent_huge_pages_available()) GTEST_SKIP() << "transparent huge pages are off";
   EXPECT_GT(std::stoull(match[2].str()), 0u) << asked.stderr_text;
+}
+
+TEST(SimCli, TwoThreadsPrintWhatOnePrintsAndSaySo) {
+  const SimRun one = run_sim("", " --threads 1");
+  const SimRun two = run_sim("", " --threads 2");
+  ASSERT_EQ(one.result.exit_status, 0) << one.stderr_text;
+  ASSERT_EQ(two.result.exit_status, 0) << two.stderr_text;
+  EXPECT_FALSE(one.result.output.empty());
+  EXPECT_EQ(one.result.output, two.result.output);  // byte-identical JSON
+  EXPECT_NE(one.stderr_text.find("on 1 thread,"), std::string::npos) << one.stderr_text;
+  EXPECT_NE(two.stderr_text.find("on 2 threads,"), std::string::npos) << two.stderr_text;
+  // A thread count it cannot use is refused, by name.
+  const SimRun three = run_sim("", " --threads 3");
+  EXPECT_EQ(three.result.exit_status, 2);
+  EXPECT_NE(three.stderr_text.find("--threads must be 1 or 2"), std::string::npos)
+      << three.stderr_text;
 }
 
 }  // namespace

@@ -231,16 +231,17 @@ TEST(SimFabric, EachPartitionsGpusServeOneSharedMemoryImageThatTheWritesLandIn) 
     EXPECT_EQ(one.endpoint(gpu).completer().memory().data(),
               one.endpoint(0).completer().memory().data());
   }
-  // In two, the GPU that runs beside the switch (GPU 0 of 8) has one of its own, so that two
-  // threads never write one image.
+  // In two, the GPUs that run beside the switch (the first 10/32 of them: GPUs 0 and 1 of 8)
+  // have one of their own, so that two threads never write one image.
   SimFabric fabric(config, TopologyKind::kSingle);
   ASSERT_TRUE(fabric.partitioned());
   const std::span<std::byte> beside = fabric.endpoint(0).completer().memory();
-  const std::span<std::byte> memory = fabric.endpoint(1).completer().memory();
+  const std::span<std::byte> memory = fabric.endpoint(7).completer().memory();
   EXPECT_NE(beside.data(), memory.data());
-  for (GpuId gpu = 1; gpu < 8; ++gpu) {
-    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().data(), memory.data()) << gpu;
-    EXPECT_EQ(fabric.endpoint(gpu).completer().memory().size(), config.hbm_bytes) << gpu;
+  for (GpuId gpu = 0; gpu < 8; ++gpu) {
+    const std::span<std::byte> own = fabric.endpoint(gpu).completer().memory();
+    EXPECT_EQ(own.data(), gpu < 2 ? beside.data() : memory.data()) << gpu;
+    EXPECT_EQ(own.size(), config.hbm_bytes) << gpu;
   }
   // The senders' data comes from the start of their image: mark both, and every landing slot
   // (GPU g's message to any peer lands at g x 4 KiB) holds the mark after the run.

@@ -2,6 +2,8 @@
 // where its threads meet, and that it reports exactly what the one-partition loop does.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +149,24 @@ TEST(SimWindows, TwoPartitionsOnOneOrTwoThreadsReportWhatOnePartitionDoes) {
     const std::string one = report_of(config, run, 1, SimPartitioning::kOne);
     EXPECT_EQ(report_of(config, run, 1, SimPartitioning::kAuto), one) << to_string(run.workload);
     EXPECT_EQ(report_of(config, run, 2, SimPartitioning::kAuto), one) << to_string(run.workload);
+  }
+}
+
+TEST(SimWindows, FaultsAndGoBackNGiveTheSameReportInTwoPartitions) {
+  // Drops, corruption, reordering and delay spikes at the switch, resent end to end.
+  const TopologyConfig faulty = parse_topology(
+      "[fabric]\ngpus = 16\nrequest_timeout_ns = 200000\n"
+      "[reliability]\nmode = \"go-back-n\"\nretransmit_timeout_ns = 20000\n"
+      "retransmit_timeout_max_ns = 200000\nack_delay_ns = 2000\n"
+      "[liveness]\nprobe_interval_ns = 20000\n[switch]\nfault_seed = 5\n"
+      "[[fault]]\nport = 1\ndrop_rate = 0.02\ncorrupt_rate = 0.02\nreorder_rate = 0.05\n"
+      "[[fault]]\nport = 3\ndelay_spike_rate = 0.01\ndelay_spike_us = 3\n",
+      "faulty.toml");
+  for (WorkloadKind workload : {WorkloadKind::kRandom, WorkloadKind::kAllToAll}) {
+    const SimCase run{16, TopologyKind::kSingle, workload, 3000, 2, {}};
+    const std::string one = report_of(faulty, run, 1, SimPartitioning::kOne);
+    EXPECT_GT(nlohmann::json::parse(one)["drops"].get<std::uint64_t>(), 0u);  // faults acted
+    EXPECT_EQ(report_of(faulty, run, 2, SimPartitioning::kAuto), one) << to_string(workload);
   }
 }
 
