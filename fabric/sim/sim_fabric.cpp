@@ -93,6 +93,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
   if (flow_control_) set_flow_loop_delays();
   for (const SwitchConfig& switch_config : topology_.switches) {
     switches_.push_back(std::make_unique<SwitchCore>(switch_config));
+    switch_crc_.push_back(switches_.back()->crc());
   }
   release_scheduled_ns_.assign(switches_.size(), kNoRelease);
   for (const auto& core : switches_) {  // [[fault]] link = "down" starts a port down
@@ -318,7 +319,9 @@ void SimFabric::after_engine(GpuId gpu) {
     }
     const TimePs start = std::max(part.now, links_[uplink].free_at);
     if (links_[uplink].crosses) {  // straight to the switches' partition: no slot here
-      part.send_across(uplink, transmit(part, uplink, frame.size(), start), std::move(frame));
+      const SwitchCore::IngressRead read =
+          SwitchCore::read_ingress(frame, switch_crc_[links_[uplink].to.node]);
+      part.send_across(uplink, transmit(part, uplink, frame.size(), start), std::move(frame), read);
       continue;
     }
     const std::uint32_t slot = part.take_slot();
@@ -467,8 +470,10 @@ void SimFabric::arrive(SimPartition& to, std::uint32_t link_index, std::uint32_t
   } else {
     // Toward a switch the pipeline holds hundreds of frames per link; keeping them in the
     // link's own FIFO with one event for the first keeps the event heap small. (So do frames
-    // toward a GPU with link-level retry: its NIC checks each as it arrives.)
-    const auto hint_bytes = static_cast<std::uint32_t>(std::min(frame.size(), kHeaderHintBytes));
+    // toward a GPU with link-level retry: its NIC checks each as it arrives.) A frame that
+    // crossed from the GPUs' partition brought its headers: nothing of it is worth fetching.
+    const auto hint_bytes =
+        static_cast<std::uint32_t>(link.crosses ? 0 : std::min(frame.size(), kHeaderHintBytes));
     link.in_flight.push_back(Link::InFlight{arrival, slot, hint_bytes, frame.data()});
     if (link.in_flight.size() == 1) {
       to.queue.push(arrival, kArrival, link_index, slot, frame.data(), hint_bytes);
@@ -528,7 +533,13 @@ void SimFabric::on_arrival(std::uint32_t link_index, std::uint32_t slot) {
     return;
   }
   sw_.touched.clear();
-  switches_[to.node]->on_owned_frame(to.port, sw_.slots[slot], sw_.now_ns(), sw_.touched);
+  SwitchCore& core = *switches_[to.node];
+  if (link.crosses) {  // its headers came with it (sim_partition.hpp: CrossingFrame)
+    core.on_owned_frame(to.port, sw_.slots[slot], sw_.ingress_reads[slot], sw_.now_ns(),
+                        sw_.touched);
+  } else {
+    core.on_owned_frame(to.port, sw_.slots[slot], sw_.now_ns(), sw_.touched);
+  }
   sw_.release_slot(slot);
   kick_touched(to.node);
   schedule_release(to.node);

@@ -123,7 +123,8 @@ class SimFabric {
     TimePs decided_ps = 0;
     TimePs handed_ps = 0;  // when the issue pipeline hands it to the engine
   };
-  struct Gpu {
+  // A cache line of its own at each end: neighbouring GPUs may run on two threads.
+  struct alignas(64) Gpu {
     std::unique_ptr<Endpoint> endpoint;  // load/store
     std::unique_ptr<RoceGpu> roce;       // RDMA
     Fifo<PendingIssue> issuing;          // decided, not yet handed to the engine
@@ -167,7 +168,8 @@ class SimFabric {
   void prefetch(const SimPartition& part, const Event& event) const;
   void try_issue(GpuId gpu);
   void on_issue(GpuId gpu);
-  // Calls the requester for `op` at now_; returns its id (0 for a posted write).
+  // Calls `gpu`'s requester for `op` at its partition's time; returns its id (0 for a posted
+  // write).
   OpId hand_over(SimPartition& part, GpuId gpu, Requester& requester, const OpSpec& op);
   void on_tx_done(std::uint32_t link_index);
   void on_arrival(std::uint32_t link_index, std::uint32_t slot);
@@ -283,6 +285,7 @@ class SimFabric {
   SimPartition& gpu_part(GpuId gpu) { return partitions_[gpu_partition_[gpu]]; }
   std::vector<Gpu> gpus_;
   std::vector<std::unique_ptr<SwitchCore>> switches_;
+  std::vector<wire::Crc> switch_crc_;  // each switch's, for reading headers on the GPUs' side
   std::vector<TimeNs> release_scheduled_ns_;  // per switch: kNoRelease when none is pending
   std::vector<Link> links_;
   // The GPUs' side of the events and the switches' side: two partitions, or both the first.

@@ -49,6 +49,9 @@ struct CrossingFrame {
   TimePs at_ps = 0;
   std::uint32_t link = 0;
   wire::Frame frame;
+  // Toward a switch: its headers, read by the sender, which wrote them (the switch's thread
+  // then never touches the bytes of a frame it forwards, nor pulls them into its cache).
+  SwitchCore::IngressRead read;
 };
 
 // Cache-line aligned: two partitions sit side by side in SimFabric, each written by its own
@@ -68,6 +71,8 @@ struct alignas(64) SimPartition {
   // Frames in flight on links or waiting for an engine, by slot; free slots hold no buffer.
   std::vector<wire::Frame> slots;
   std::vector<std::uint32_t> free_slots;
+  // By slot, for frames that crossed to a switch: their headers as the sender read them.
+  std::vector<SwitchCore::IngressRead> ingress_reads;
   // Frames for the other partition, by window parity: the other side empties one while this
   // one fills the other (sim_windows.cpp).
   std::array<std::vector<CrossingFrame>, 2> outbox;
@@ -93,11 +98,12 @@ struct alignas(64) SimPartition {
   // Sends a frame to the other partition, to reach the far end of `link` at `arrival_ps`.
   // Throws std::logic_error if that is inside the window running now (the lookahead was
   // wrong: the other partition may have run past it).
-  void send_across(std::uint32_t link, TimePs arrival_ps, wire::Frame&& frame) {
+  void send_across(std::uint32_t link, TimePs arrival_ps, wire::Frame&& frame,
+                   const SwitchCore::IngressRead& read = {}) {
     if (arrival_ps < window_end_ps) [[unlikely]] {
       throw_inside_window(arrival_ps);
     }
-    outbox[window & 1].push_back(CrossingFrame{arrival_ps, link, std::move(frame)});
+    outbox[window & 1].push_back(CrossingFrame{arrival_ps, link, std::move(frame), read});
     outbox_next_ps = std::min(outbox_next_ps, arrival_ps);
   }
   // send_across's error, out of its way.

@@ -57,6 +57,10 @@ void SimFabric::take_crossing(SimPartition& into, std::vector<CrossingFrame>& in
   for (CrossingFrame& crossing : inbox) {
     const std::uint32_t slot = into.take_slot();
     into.slots[slot].swap(crossing.frame);
+    if (links_[crossing.link].to.kind == NodeKind::kSwitch) {
+      if (slot >= into.ingress_reads.size()) into.ingress_reads.resize(into.slots.size());
+      into.ingress_reads[slot] = crossing.read;
+    }
     arrive(into, crossing.link, slot, crossing.at_ps);
   }
   inbox.clear();

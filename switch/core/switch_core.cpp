@@ -110,6 +110,25 @@ void SwitchCore::on_owned_frame(PortId ingress, wire::Frame& frame, TimeNs now,
   receive(ingress, Incoming{frame, &frame}, now, egress_touched);
 }
 
+void SwitchCore::on_owned_frame(PortId ingress, wire::Frame& frame, const IngressRead& read,
+                                TimeNs now, std::vector<PortId>& egress_touched) {
+  receive(ingress, Incoming{frame, &frame, false, false, &read}, now, egress_touched);
+}
+
+SwitchCore::IngressRead SwitchCore::read_ingress(std::span<const std::byte> frame, wire::Crc crc) {
+  IngressRead read;
+  read.crc = crc;
+  if (frame.size() < wire::kEthernetHeaderBytes ||
+      !wire::peek_ethernet(frame, read.dst, read.src, read.ether_type)) {
+    return read;
+  }
+  read.ethernet_ok = true;
+  if (read.ether_type == wire::kEtherTypeFabric) {
+    read.fabric_error = wire::validate_frame(frame, read.src_gpu, crc);
+  }
+  return read;
+}
+
 void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
                          std::vector<PortId>& egress_touched) {
   if (ingress >= ports_.size()) {
@@ -155,6 +174,7 @@ void SwitchCore::receive(PortId ingress, Incoming frame, TimeNs now,
     spike = now >= in.stalled_until_ns && in.faults.delay_spike_rate > 0 &&
             in.faults.delay_spike_ns > 0 && chance(fault_rng_) < in.faults.delay_spike_rate;
   }
+  if (in.llr) frame.read = nullptr;  // the hop's trailer goes first: read what is left
   if (in.llr && !accept_link_frame(ingress, frame, now, egress_touched)) return;
   if (in.flow) {
     if (accept_flow_frame(ingress, frame, now, egress_touched)) return;
@@ -185,17 +205,14 @@ void SwitchCore::pass_on(PortId ingress, const Incoming& frame, bool spike, Time
   forward(ingress, frame, now, egress_touched);
 }
 
-bool SwitchCore::admit_fabric(Port& in, const Incoming& frame) {
+bool SwitchCore::admit_fabric(Port& in, const IngressRead& read) {
   // decode_frame's checks and verdicts, without decoding what the switch does not read.
-  GpuId src_gpu = kInvalidGpu;
-  const wire::DecodeError error =
-      wire::validate_frame(frame.bytes, src_gpu, frame.corrupted ? wire::Crc::kOn : config_.crc);
-  if (error != wire::DecodeError::kOk) {
-    count_malformed(in.counters, error);
+  if (read.fabric_error != wire::DecodeError::kOk) {
+    count_malformed(in.counters, read.fabric_error);
     return false;
   }
   // The completer trusts the frame's source GPU for partition and rights checks.
-  if (in.bound && src_gpu != in.bound_gpu) {
+  if (in.bound && read.src_gpu != in.bound_gpu) {
     ++in.counters.drops_spoofed;
     return false;
   }
@@ -205,14 +222,16 @@ bool SwitchCore::admit_fabric(Port& in, const Incoming& frame) {
 void SwitchCore::forward(PortId ingress, const Incoming& frame, TimeNs now,
                          std::vector<PortId>& egress_touched) {
   Port& in = ports_[ingress];
-  MacAddr dst;
-  MacAddr src;
-  std::uint16_t ether_type = 0;
-  if (frame.bytes.size() < wire::kEthernetHeaderBytes ||
-      !wire::peek_ethernet(frame.bytes, dst, src, ether_type)) {
+  // A corrupted copy is checked with its CRC on (the fault filled one in before the flip).
+  const wire::Crc crc = frame.corrupted ? wire::Crc::kOn : config_.crc;
+  const IngressRead read =
+      frame.read && frame.read->crc == crc ? *frame.read : read_ingress(frame.bytes, crc);
+  if (!read.ethernet_ok) {
     count_malformed(in.counters, wire::DecodeError::kTruncatedEthernet);
     return;
   }
+  const MacAddr& dst = read.dst;
+  const MacAddr& src = read.src;
   // Port security comes before learning: a forged source must not move a station's entry.
   if (in.bound && src != in.bound_mac) {
     ++in.counters.drops_spoofed;
@@ -221,7 +240,7 @@ void SwitchCore::forward(PortId ingress, const Incoming& frame, TimeNs now,
   // Only our own protocol is validated: a corrupt fabric frame would otherwise reach a GPU's
   // engine and be counted there, far from the link that damaged it. Other traffic (ARP, IPv4,
   // RoCE) is not ours to judge and is switched by MAC alone.
-  if (ether_type == wire::kEtherTypeFabric && !admit_fabric(in, frame)) return;
+  if (read.ether_type == wire::kEtherTypeFabric && !admit_fabric(in, read)) return;
 
   if (config_.learning && !src.is_multicast()) learn(src, ingress);
 

@@ -181,6 +181,28 @@ class SwitchCore {
   void on_owned_frame(PortId ingress, wire::Frame& frame, TimeNs now,
                       std::vector<PortId>& egress_touched);
 
+  // What the switch reads of a frame's headers at ingress, to forward it: read once by
+  // whoever has the bytes at hand. The simulator reads it on the thread that wrote the frame,
+  // so that the switch's thread never touches the bytes of a frame it only forwards
+  // (fabric/sim/sim_partition.hpp).
+  struct IngressRead {
+    bool ethernet_ok = false;  // long enough for an Ethernet header
+    MacAddr dst;
+    MacAddr src;
+    std::uint16_t ether_type = 0;
+    // Fabric frames only: validate_frame's verdict under `crc`, and the source GPU.
+    wire::Crc crc = wire::Crc::kOn;
+    wire::DecodeError fabric_error = wire::DecodeError::kOk;
+    GpuId src_gpu = kInvalidGpu;
+  };
+  // Pure: reads `frame` only; safe on any thread.
+  static IngressRead read_ingress(std::span<const std::byte> frame, wire::Crc crc);
+  wire::Crc crc() const { return config_.crc; }
+  // on_owned_frame with the frame's headers already read (read_ingress with crc()): the same
+  // decisions, counters and queues, without reading the bytes unless a fault needs them.
+  void on_owned_frame(PortId ingress, wire::Frame& frame, const IngressRead& read, TimeNs now,
+                      std::vector<PortId>& egress_touched);
+
   // Changes the faults `ingress` injects from now on (run-time fault injection), including its
   // link state (faults.link_down). Throws std::invalid_argument for a rate outside [0, 1] or a
   // delay spike over kMaxDelaySpikeNs, naming the field; ignores an out-of-range port. Frames a
@@ -268,6 +290,7 @@ class SwitchCore {
     wire::Frame* owner = nullptr;
     bool reorder = false;
     bool corrupted = false;
+    const IngressRead* read = nullptr;  // the headers, read already (on_owned_frame)
   };
   struct Port {
     Fifo<QueuedFrame> queue;     // one array per port: no allocation per frame
@@ -321,7 +344,7 @@ class SwitchCore {
   void forward(PortId ingress, const Incoming& frame, TimeNs now,
                std::vector<PortId>& egress_touched);
   // Fabric frames only: false (and counted) if the frame must be dropped.
-  bool admit_fabric(Port& in, const Incoming& frame);
+  bool admit_fabric(Port& in, const IngressRead& read);
   void hold(Port& in, const Incoming& frame);
   void release_port(PortId ingress, TimeNs now, std::vector<PortId>& egress_touched);
   void drop_held(Port& port);

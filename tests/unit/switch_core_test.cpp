@@ -873,3 +873,67 @@ TEST(SwitchFaults, SetFaultsAtRunTimeChangesWhatThePortInjectsAndBadValuesNameTh
 
 }  // namespace
 }  // namespace ethx
+
+namespace ethx {
+namespace {
+
+// Frames of every verdict, fed once as bytes and once with headers read beforehand.
+std::vector<wire::Frame> frames_of_every_verdict() {
+  std::vector<wire::Frame> frames;
+  frames.push_back(fabric_frame(kMacB, kMacA));                 // forwarded
+  frames.push_back(fabric_frame_claiming(kMacB, kMacC, 3, 2));  // spoofed source MAC
+  frames.push_back(fabric_frame_claiming(kMacB, kMacA, 2, 2));  // spoofed source GPU
+  frames.push_back(fabric_frame(kMacA, kMacA));                 // hairpin
+  frames.push_back(garbage(10));                                // truncated Ethernet
+  wire::Frame bad_body = fabric_frame(kMacB, kMacA);
+  bad_body[wire::kBodyOffset] = std::byte{0xEE};  // unknown opcode
+  frames.push_back(bad_body);
+  const std::array<std::byte, 46> body{};
+  frames.push_back(raw_frame(kMacB, kMacA, kEtherTypeIpv4, body));  // not ours: switched
+  return frames;
+}
+
+TEST(SwitchCore, HeadersReadBeforehandGiveTheSameVerdictsCountersAndQueues) {
+  SwitchCore by_bytes = secured_switch();
+  SwitchCore by_read = secured_switch();
+  std::vector<PortId> touched_bytes;
+  std::vector<PortId> touched_read;
+  for (wire::Frame frame : frames_of_every_verdict()) {
+    wire::Frame copy = frame;
+    by_bytes.on_owned_frame(0, frame, 0, touched_bytes);
+    const SwitchCore::IngressRead read = SwitchCore::read_ingress(copy, by_read.crc());
+    by_read.on_owned_frame(0, copy, read, 0, touched_read);
+  }
+  EXPECT_EQ(touched_read, touched_bytes);
+  const PortCounters& a = by_bytes.counters(0);
+  const PortCounters& b = by_read.counters(0);
+  EXPECT_EQ(b.drops_spoofed, a.drops_spoofed);
+  EXPECT_EQ(a.drops_spoofed, 2u);
+  EXPECT_EQ(b.drops_malformed, a.drops_malformed);
+  EXPECT_EQ(a.drops_malformed, 2u);
+  EXPECT_EQ(b.drops_hairpin, a.drops_hairpin);
+  EXPECT_EQ(a.drops_hairpin, 1u);
+  for (std::size_t reason = 0; reason < a.malformed_by_reason.size(); ++reason) {
+    EXPECT_EQ(b.malformed_by_reason[reason], a.malformed_by_reason[reason]) << reason;
+  }
+  EXPECT_EQ(by_read.queued_frames(1), by_bytes.queued_frames(1));
+  EXPECT_EQ(by_bytes.queued_frames(1), 2u);
+}
+
+TEST(SwitchCore, HeadersReadUnderAnotherCrcAreReadAgain) {
+  // Read as if CRCs were off: the switch checks them, and a frame with a bad CRC is still
+  // malformed.
+  SwitchCore core(config_with_ports(2, true));
+  ASSERT_EQ(core.crc(), wire::Crc::kOn);
+  std::vector<PortId> touched;
+  wire::Frame frame = fabric_frame(kMacB, kMacA);
+  frame.back() ^= std::byte{0x01};  // the CRC's last byte
+  const SwitchCore::IngressRead read = SwitchCore::read_ingress(frame, wire::Crc::kOff);
+  ASSERT_EQ(read.fabric_error, wire::DecodeError::kOk);
+  core.on_owned_frame(0, frame, read, 0, touched);
+  EXPECT_EQ(core.counters(0).drops_malformed, 1u);
+  EXPECT_TRUE(touched.empty());
+}
+
+}  // namespace
+}  // namespace ethx
