@@ -26,8 +26,6 @@
 
 namespace ethx::sim {
 
-// A frame on its way to the other partition: it reaches the far end of `link` at `at_ps`
-// (a switch's ingress, or the GPU's NIC, where its delivery is worked out).
 // What a partition's GPUs counted for the report, merged at the end of the run.
 struct GpuTally {
   std::uint64_t frames_delivered = 0;  // frames handed to GPU engines
@@ -45,6 +43,8 @@ struct GpuTally {
   std::vector<TimePs> latencies_ps;     // every completed operation's
 };
 
+// A frame on its way to the other partition: it reaches the far end of `link` at `at_ps`
+// (a switch's ingress, or the GPU's NIC, where its delivery is worked out).
 struct CrossingFrame {
   TimePs at_ps = 0;
   std::uint32_t link = 0;
