@@ -11,11 +11,13 @@
 #include "fabric/platform/huge_page_heap.hpp"
 #include "fabric/sim/sim_calibrate.hpp"
 #include "fabric/sim/sim_fabric.hpp"
+#include "fabric/sim/sim_window_meeting.hpp"
 
 namespace ethx::sim {
 
 SimReport simulate(const TopologyConfig& config, const SimRequest& request) {
   SimFabric fabric(config, request.topology, request.engine, request.partitioning);
+  if (request.ignore_core_distance) fabric.ignore_core_distance();
   fabric.schedule_link_faults(request.link_faults);
   WorkloadParams params;
   params.gpus = config.gpu_count;
@@ -137,9 +139,6 @@ int run(const SimOptions& options) {
   grow_heap_with_huge_pages(std::clamp<std::size_t>(config.gpu_count << 20, 64 << 20, 2ull << 30));
   const auto start = std::chrono::steady_clock::now();
   const SimReport report = simulate(config, request);
-  // A run with one partition (sim_partition.hpp) has one thread's work, whatever was asked.
-  const unsigned report_threads =
-      SimFabric::partitioned(config, request.engine) ? request.threads : 1;
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -157,7 +156,7 @@ int run(const SimOptions& options) {
       "ethx sim: wall %.3f s on %u thread%s, %llu events (%.3g events/s), %llu frames delivered "
       "(%.3g frames/s), %llu link transmissions (%.3g/s), %.0f MiB resident "
       "(%.0f MiB in huge pages)\n",
-      wall, report_threads, report_threads == 1 ? "" : "s",
+      wall, report.threads, report.threads == 1 ? "" : "s",
       static_cast<unsigned long long>(report.events),
       static_cast<double>(report.events) * per_second,
       static_cast<unsigned long long>(report.frames_delivered),
@@ -166,6 +165,18 @@ int run(const SimOptions& options) {
       static_cast<double>(report.link_frames) * per_second,
       static_cast<double>(memory.resident_bytes) / kMiB,
       static_cast<double>(memory.huge_page_bytes) / kMiB);
+  if (report.cores_round_trip_ns > 0 && report.threads == 1) {
+    if (report.cores_round_trip_ns >= CoreDistance::kNoAnswerNs) {
+      std::fprintf(stderr,
+                   "ethx sim: one thread, not two: the second thread did not get a core of its "
+                   "own in time (a busy machine)\n");
+    } else {
+      std::fprintf(stderr,
+                   "ethx sim: one thread, not two: the second core is %.0f ns away (a cache "
+                   "line's round trip), and far cores make two threads slower\n",
+                   report.cores_round_trip_ns);
+    }
+  }
   return report.complete ? 0 : 1;
 }
 

@@ -49,6 +49,7 @@ struct SimRequest {
   // (SimFabric::partitioned). The report is the same for 1 and 2.
   unsigned threads = 1;
   SimPartitioning partitioning = SimPartitioning::kAuto;  // kOne: the tests' reference run
+  bool ignore_core_distance = false;                      // tests: two threads even on far cores
 };
 
 // Runs one simulation of an already loaded config; throws std::invalid_argument on bad

@@ -37,6 +37,7 @@
 #include "fabric/sim/sim_report.hpp"
 #include "fabric/sim/sim_roce.hpp"
 #include "fabric/sim/sim_topology.hpp"
+#include "fabric/sim/sim_window_plan.hpp"
 #include "fabric/sim/sim_workloads.hpp"
 #include "packet-engine/endpoint.hpp"
 #include "packet-engine/fifo.hpp"
@@ -74,8 +75,11 @@ class SimFabric {
   // while a link or a peer is down (a requester probes a down peer, and a go-back-N sender
   // resends to it, for ever), and returns the report (its name fields are left for the
   // caller). Call once per SimFabric. With two partitions, `threads` 2 runs the switches'
-  // events on a second thread; the report is the same for 1 and 2.
+  // events on a second thread if its core is near this one's (SimReport::threads says); the
+  // report is the same for 1 and 2.
   SimReport run(Workload& workload, unsigned threads = 1);
+  // For tests, before run(): two threads even when their cores are far apart.
+  void ignore_core_distance() { ignore_core_distance_ = true; }
 
   // The GPUs' and the switches' events are two partitions (the load/store engine without a
   // link layer): run(workload, 2) can use a second thread.
@@ -157,6 +161,8 @@ class SimFabric {
   void run_sequential();
   // Two partitions in windows of modelled time (sim_windows.cpp), on `threads` threads.
   void run_windows(unsigned threads);
+  // What partition `side` reports at the end of a window (sim_windows.cpp).
+  WindowSummary summarize(std::size_t side) const;
   // Runs `part`'s events earlier than `end_ps` (sim_windows.cpp).
   void run_window(SimPartition& part, TimePs end_ps);
   // Takes the frames the other partition sent in the last window (sim_windows.cpp).
@@ -295,7 +301,10 @@ class SimFabric {
   Workload* workload_ = nullptr;
   bool workload_done_ = false;
   bool independent_gpus_ = false;  // the workload's GPUs may run in two partitions
-  std::size_t links_down_ = 0;     // switch ports down now
+  unsigned threads_used_ = 1;
+  bool ignore_core_distance_ = false;
+  double cores_round_trip_ns_ = 0;  // measured before running on two threads
+  std::size_t links_down_ = 0;      // switch ports down now
   SimReport report_;
 };
 

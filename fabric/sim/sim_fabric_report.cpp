@@ -44,6 +44,8 @@ void SimFabric::fill_report(const Workload& workload) {
   r.completer_ns = config_.sim_completer_ns;
   r.nic_latency_ns = config_.sim_nic_latency_ns;
   r.events = partitions_[0].events + (partitioned_ ? partitions_[1].events : 0);
+  r.threads = threads_used_;
+  r.cores_round_trip_ns = cores_round_trip_ns_;
   r.complete = workload.done();
   add_gpu_tallies();
   for (const Link& link : links_) {

@@ -93,6 +93,11 @@ struct SimReport {
   // [link] flow_control = "cbfc" | "pfc": every hop end's flow-control counters, summed.
   std::optional<FlowControlCounters> flow_control;
   std::string flow_control_mode = "none";
+  // How the run went, not what it modelled: in neither the JSON nor the table, which are the
+  // same for any thread count. The threads the windows ran on, and the round trip between the
+  // two threads' cores measured first (0 if not measured; sim_window_meeting.hpp).
+  unsigned threads = 1;
+  double cores_round_trip_ns = 0;
 
   double bandwidth_gbps() const;  // payload bits / makespan
   // Operations per GPU per microsecond of makespan (successful ones), averaged over the GPUs.

@@ -7,6 +7,9 @@
 // both reported, so one thread and two give the same report. With two, the switches'
 // partition runs on a second thread, and the two meet between windows (sim_window_meeting.hpp),
 // where the last to arrive plans the next window.
+#include <sched.h>
+
+#include <atomic>
 #include <exception>
 #include <thread>
 
@@ -17,7 +20,11 @@
 namespace ethx::sim {
 namespace {
 
-WindowSummary summarize(const SimPartition& part) {
+// Cores further apart than this (a one-line round trip) run the windows on one thread: on
+// this machine near is 50-63 ns, far 315-356 ns, and far made two threads slower than one.
+constexpr double kFarCoresRoundTripNs = 150.0;
+
+WindowSummary summarize_queue(const SimPartition& part) {
   WindowSummary summary;
   summary.next_ps = part.queue.empty() ? kNoEventPs : part.queue.top().at;
   const auto& sent = part.outbox[part.window & 1];
@@ -28,7 +35,36 @@ WindowSummary summarize(const SimPartition& part) {
   return summary;
 }
 
+// A new thread often starts on its creator's CPU, and the scheduler moves it only some
+// milliseconds later: the distance would then be measured between a CPU and itself. So the
+// second thread answers from any other CPU it may run on, then gets its whole set back, so
+// that the scheduler stays free to place both threads.
+void answer_from_another_cpu(CoreDistance& distance, int first_cpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool moved = first_cpu >= 0 && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+                     CPU_COUNT(&allowed) >= 2 && [&] {
+                       cpu_set_t others = allowed;
+                       CPU_CLR(first_cpu, &others);
+                       return ::sched_setaffinity(0, sizeof others, &others) == 0;
+                     }();
+  distance.answer();
+  if (moved) ::sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
 }  // namespace
+
+WindowSummary SimFabric::summarize(std::size_t side) const {
+  const SimPartition& part = partitions_[side];
+  WindowSummary summary = summarize_queue(part);
+  if (independent_gpus_) {
+    summary.gpus_left = part.tally.gpus - part.tally.gpus_done;
+  } else if (side == 0) {  // every GPU runs here, and nothing else calls the workload
+    summary.gpus_left = workload_->done() ? 0 : 1;
+  }
+  summary.down = part.tally.peers_down + (side == 1 ? links_down_ : 0);
+  return summary;
+}
 
 std::size_t SimFabric::gpus_beside_switches(TopologyKind kind) const {
   // Balance: with a part g of the GPUs beside the switches, each thread should have half the
@@ -82,17 +118,7 @@ void SimFabric::run_window(SimPartition& part, TimePs end_ps) {
 void SimFabric::run_windows(unsigned threads) {
   const Lookahead lookahead{min_crossing_ps(NodeKind::kGpu), min_crossing_ps(NodeKind::kSwitch)};
   std::array<WindowSummary, 2> summaries;  // [0] the GPUs', [1] the switches'
-  const auto summarize_side = [&](std::size_t side) {
-    SimPartition& part = partitions_[side];
-    WindowSummary summary = summarize(part);
-    if (independent_gpus_) {
-      summary.gpus_left = part.tally.gpus - part.tally.gpus_done;
-    } else if (side == 0) {  // every GPU runs here, and nothing else calls the workload
-      summary.gpus_left = workload_->done() ? 0 : 1;
-    }
-    summary.down = part.tally.peers_down + (side == 1 ? links_down_ : 0);
-    summaries[side] = summary;
-  };
+  const auto summarize_side = [&](std::size_t side) { summaries[side] = summarize(side); };
   summarize_side(0);
   summarize_side(1);
   WindowPlan plan = plan_window(summaries[0], summaries[1], lookahead);
@@ -108,7 +134,7 @@ void SimFabric::run_windows(unsigned threads) {
     summaries[side].failed = failed;
     ++partitions_[side].window;
   };
-  if (threads < 2) {
+  const auto run_on_one_thread = [&] {
     while (!plan.stop) {
       for (std::size_t side : {0, 1}) {
         run_side(side);
@@ -116,8 +142,15 @@ void SimFabric::run_windows(unsigned threads) {
       }
       plan = plan_window(summaries[0], summaries[1], lookahead);
     }
+  };
+  if (threads < 2) {
+    run_on_one_thread();
     return;
   }
+  // Two threads only if their cores are near: far apart, every crossing frame and every meeting
+  // pays the distance, and one thread is faster (docs/simulator.md, "Round 9").
+  CoreDistance distance;
+  std::atomic<int> verdict{0};  // 1: two threads, 2: one
   std::array<std::exception_ptr, 2> errors;
   WindowMeeting meeting;
   const auto plan_next = [&] { plan = plan_window(summaries[0], summaries[1], lookahead); };
@@ -132,8 +165,22 @@ void SimFabric::run_windows(unsigned threads) {
       meeting.arrive_and_wait(plan_next);
     }
   };
-  std::thread switches([&] { side_loop(1); });
-  side_loop(0);
+  const int first_cpu = ::sched_getcpu();
+  std::thread switches([&] {
+    answer_from_another_cpu(distance, first_cpu);
+    int decided = 0;
+    while ((decided = verdict.load(std::memory_order_acquire)) == 0) __builtin_ia32_pause();
+    if (decided == 1) side_loop(1);
+  });
+  cores_round_trip_ns_ = distance.measure_ns();
+  const bool two = ignore_core_distance_ || cores_round_trip_ns_ < kFarCoresRoundTripNs;
+  verdict.store(two ? 1 : 2, std::memory_order_release);
+  if (two) {
+    threads_used_ = 2;
+    side_loop(0);
+  } else {
+    run_on_one_thread();
+  }
   switches.join();
   for (const std::exception_ptr& error : errors) {
     if (error) std::rethrow_exception(error);

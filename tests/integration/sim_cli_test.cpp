@@ -70,7 +70,10 @@ TEST(SimCli, TwoThreadsPrintWhatOnePrintsAndSaySo) {
   EXPECT_FALSE(one.result.output.empty());
   EXPECT_EQ(one.result.output, two.result.output);  // byte-identical JSON
   EXPECT_NE(one.stderr_text.find("on 1 thread,"), std::string::npos) << one.stderr_text;
-  EXPECT_NE(two.stderr_text.find("on 2 threads,"), std::string::npos) << two.stderr_text;
+  // Two, unless the host put the second core far away or it is busy, which it then says.
+  EXPECT_TRUE(two.stderr_text.find("on 2 threads,") != std::string::npos ||
+              two.stderr_text.find("one thread, not two: the second") != std::string::npos)
+      << two.stderr_text;
   // A thread count it cannot use is refused, by name.
   const SimRun three = run_sim("", " --threads 3");
   EXPECT_EQ(three.result.exit_status, 2);

@@ -107,6 +107,18 @@ TEST(WindowMeeting, TheLastToArrivePlansOnceAndBothSeeItsPlan) {
   EXPECT_EQ(mismatches_main + mismatches_other, 0);
 }
 
+TEST(CoreDistance, MeasuresARoundTripWhenAnsweredAndGivesUpWhenNot) {
+  CoreDistance answered;
+  std::thread other([&] { answered.answer(); });
+  const double round_trip_ns = answered.measure_ns();
+  other.join();  // answer() returned
+  EXPECT_GT(round_trip_ns, 0.0);
+  EXPECT_LT(round_trip_ns, CoreDistance::kNoAnswerNs);
+  // Nobody answers: no answer within the budget, not a hang.
+  CoreDistance alone;
+  EXPECT_EQ(alone.measure_ns(), CoreDistance::kNoAnswerNs);
+}
+
 struct SimCase {
   std::size_t gpus;
   TopologyKind topology;
@@ -127,6 +139,7 @@ std::string report_of(const TopologyConfig& config, const SimCase& run, unsigned
   request.link_faults = run.faults;
   request.threads = threads;
   request.partitioning = partitioning;
+  request.ignore_core_distance = true;  // really two threads, wherever the host put the cores
   TopologyConfig sized = config;
   sized.resize(run.gpus);
   return to_json(simulate(sized, request)).dump();
