@@ -63,7 +63,7 @@ SimFabric::SimFabric(const TopologyConfig& config, TopologyKind kind, SimEngine 
       engine_(engine),
       link_retry_(config.link_retry),
       flow_control_(config.flow_control.mode != FlowControlMode::kNone),
-      link_layer_(link_retry_ || flow_control_),
+      link_layer_(has_link_layer(config)),
       partitioned_(partitioning == SimPartitioning::kAuto && partitioned(config, engine)),
       topology_(build_topology(config, kind)),
       gpu_group_(config.gpu_count, 0),

@@ -85,8 +85,11 @@ class SimFabric {
   // link layer): run(workload, 2) can use a second thread.
   bool partitioned() const { return partitioned_; }
   static bool partitioned(const TopologyConfig& config, SimEngine engine) {
-    return engine == SimEngine::kLoadStore && !config.link_retry &&
-           config.flow_control.mode == FlowControlMode::kNone;
+    return engine == SimEngine::kLoadStore && !has_link_layer(config);
+  }
+  // Frames to and from GPUs pass the NICs' link layer: link-level retry, flow control or both.
+  static bool has_link_layer(const TopologyConfig& config) {
+    return config.link_retry || config.flow_control.mode != FlowControlMode::kNone;
   }
 
   // For tests, before run(): how many operation records each GPU keeps in its ring (the

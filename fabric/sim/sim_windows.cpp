@@ -42,12 +42,13 @@ WindowSummary summarize_queue(const SimPartition& part) {
 void answer_from_another_cpu(CoreDistance& distance, int first_cpu) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  const bool moved = first_cpu >= 0 && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
-                     CPU_COUNT(&allowed) >= 2 && [&] {
-                       cpu_set_t others = allowed;
-                       CPU_CLR(first_cpu, &others);
-                       return ::sched_setaffinity(0, sizeof others, &others) == 0;
-                     }();
+  bool moved = false;
+  if (first_cpu >= 0 && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+      CPU_COUNT(&allowed) >= 2) {
+    cpu_set_t others = allowed;
+    CPU_CLR(first_cpu, &others);
+    moved = ::sched_setaffinity(0, sizeof others, &others) == 0;
+  }
   distance.answer();
   if (moved) ::sched_setaffinity(0, sizeof allowed, &allowed);
 }

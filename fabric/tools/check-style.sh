@@ -29,8 +29,10 @@ fabric/tools/check-function-size.sh 80
   { echo "check-style.sh: $build/compile_commands.json is missing: configure the build first" >&2; exit 1; }
 mapfile -t sources < <(git ls-files '*.cpp' | grep -v '^tests/')
 say "clang-tidy (.clang-tidy): ${#sources[@]} files"
-# -Wno-unknown-warning-option: the GCC build's own flags (-Wno-restrict) are unknown to clang.
+# The GCC build's own flags are unknown to clang: warnings (-Wno-restrict), and the fat LTO
+# objects of a Release build (-ffat-lto-objects, cmake/link_time_optimisation.cmake).
 run-clang-tidy -p "$build" -quiet -j "$jobs" -extra-arg=-Wno-unknown-warning-option \
+  -extra-arg=-Wno-ignored-optimization-argument \
   "${sources[@]/#/$repo/}" > "$build/clang-tidy.log" 2>&1 || {
   grep -E 'warning:|error:' "$build/clang-tidy.log" | sort -u >&2
   echo "check-style.sh: clang-tidy findings (whole log: $build/clang-tidy.log)" >&2
