@@ -151,12 +151,18 @@ int run(const SimOptions& options) {
   const double per_second = wall > 0 ? 1.0 / wall : 0.0;
   const ResidentMemory memory = resident_memory();
   constexpr double kMiB = 1024.0 * 1024.0;
+  // How far apart two threads' cores were, when measured: a run's speed on two threads follows it.
+  char cores_apart[64] = "";
+  if (report.threads == 2 && report.cores_round_trip_ns > 0) {
+    std::snprintf(cores_apart, sizeof cores_apart, ", cores %.0f ns apart",
+                  report.cores_round_trip_ns);
+  }
   std::fprintf(
       stderr,
-      "ethx sim: wall %.3f s on %u thread%s, %llu events (%.3g events/s), %llu frames delivered "
+      "ethx sim: wall %.3f s on %u thread%s%s, %llu events (%.3g events/s), %llu frames delivered "
       "(%.3g frames/s), %llu link transmissions (%.3g/s), %.0f MiB resident "
       "(%.0f MiB in huge pages)\n",
-      wall, report.threads, report.threads == 1 ? "" : "s",
+      wall, report.threads, report.threads == 1 ? "" : "s", cores_apart,
       static_cast<unsigned long long>(report.events),
       static_cast<double>(report.events) * per_second,
       static_cast<unsigned long long>(report.frames_delivered),

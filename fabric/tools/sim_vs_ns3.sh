@@ -131,7 +131,8 @@ run_ns3() {
 }
 
 # --- ethx sim ------------------------------------------------------------------------------------
-# run_ethx REPEAT: sets ethx_json, ethx_stderr_line, and ethx_wall / ethx_cpu (seconds of the
+# run_ethx REPEAT: sets ethx_json, ethx_stderr_line (its speed), ethx_stderr (all its own
+# lines), and ethx_wall / ethx_cpu (seconds of the
 # whole process, timed from outside with bash's `time`: real, and user + sys).
 run_ethx() {
   local out err timing status=0 real user sys TIMEFORMAT='%3R %3U %3S'
@@ -146,10 +147,23 @@ run_ethx() {
   fi
   ethx_json="$(cat "$out")"
   ethx_stderr_line="$(grep -m1 '^ethx sim:' "$err" || true)"
+  ethx_stderr="$(grep '^ethx sim:' "$err" || true)"
   read -r real user sys <"$timing"
   rm -f "$out" "$err" "$timing"
   ethx_wall="$real"
   ethx_cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", u + s }')"
+}
+
+# The threads ethx used and how far apart their cores were (a cache line's round trip, ns; "-"
+# if not measured), from its stderr: "wall 0.652 s on 2 threads, cores 55 ns apart, ..." or,
+# when it kept to one, "one thread, not two: the second core is 330 ns away ...".
+ethx_threads_and_cores() {
+  local threads cores
+  threads="$(printf '%s\n' "$ethx_stderr" | grep -m1 -oE 'on [0-9]+ thread' | grep -oE '[0-9]+' ||
+    echo 1)"
+  cores="$(printf '%s\n' "$ethx_stderr" | grep -m1 -oE '(cores|core is) [0-9]+ ns' |
+    grep -oE '[0-9]+' || echo -)"
+  printf '%s %s\n' "$threads" "$cores"
 }
 
 # json_uint KEY: the top-level integer KEY of $ethx_json (jq, else python3, else a plain match).
@@ -213,9 +227,6 @@ say "ethx sim: --gpus $hosts --workload all-to-all --bytes $bytes --repeat $repe
 run_ethx "$repeat"
 ethx_frames="$(json_uint frames_delivered)" || die "ethx sim printed no frames_delivered in its JSON"
 ethx_events="$(json_uint events || true)"
-# The threads ethx used, from its stderr line ("wall 0.652 s on 2 threads, ...").
-ethx_threads="$(printf '%s\n' "$ethx_stderr_line" | grep -oE 'on [0-9]+ thread' | grep -oE '[0-9]+' ||
-  echo 1)"
 [ "$ethx_frames" -gt 0 ] || die "ethx sim delivered no frames"
 
 # ns-3: the packets per pair that make its total closest to ethx's frames delivered.
@@ -239,6 +250,9 @@ measure_ns3() {
   [ "$ns3_packets" -eq "$ns3_target" ] || die "ns-3 delivered $ns3_packets of $ns3_target packets"
 }
 
+# cores_apart NS: ", cores NS ns apart", or nothing when not measured.
+cores_apart() { [ "$1" = "-" ] || printf ', cores %s ns apart' "$1"; }
+
 # Rates. The ethx wall time is the whole process timed from outside (process start and model
 # setup included); the ns-3 wall time is Simulator::Run() only (setup excluded). Both favour ns-3.
 # Each round runs both, ethx first; its figures are kept as one line of `round_figures`.
@@ -255,14 +269,17 @@ for ((round = 1; round <= rounds; round++)); do
       e = ef / ew; n = nf / nw
       printf "%.0f %.0f %.2f %.2f\n", e, n, e / n, (ef / ec) / (nf / nc) }')
   ethx_run="$(ethx_run_seconds)"
-  round_figures+=("$ratio $cpu_ratio $ethx_wall $ethx_cpu $ethx_pps $ns3_wall $ns3_cpu $ns3_pps ${ethx_run:--}")
-  [ "$rounds" -eq 1 ] || say "round $round of $rounds: ethx $ethx_pps, ns-3 $ns3_pps packets /" \
-    "wall s: ${ratio}x (${cpu_ratio}x per CPU second)"
+  read -r round_threads round_cores < <(ethx_threads_and_cores)
+  round_figures+=("$ratio $cpu_ratio $ethx_wall $ethx_cpu $ethx_pps $ns3_wall $ns3_cpu $ns3_pps ${ethx_run:--} $round_threads $round_cores")
+  [ "$rounds" -eq 1 ] || say "round $round of $rounds: ethx $ethx_pps (on $round_threads" \
+    "thread(s)$(cores_apart "$round_cores")), ns-3 $ns3_pps packets / wall s: ${ratio}x" \
+    "(${cpu_ratio}x per CPU second)"
 done
 # The round with the median ratio (the lower of the middle two for an even count) is the one
 # reported; the range is printed beside it.
 median_line="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | sed -n "$(((rounds + 1) / 2))p")"
-read -r ratio cpu_ratio ethx_wall ethx_cpu ethx_pps ns3_wall ns3_cpu ns3_pps ethx_run <<<"$median_line"
+read -r ratio cpu_ratio ethx_wall ethx_cpu ethx_pps ns3_wall ns3_cpu ns3_pps ethx_run ethx_threads \
+  ethx_cores <<<"$median_line"
 [ "$ethx_run" != "-" ] || ethx_run=""
 ratio_min="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | head -n1 | cut -d' ' -f1)"
 ratio_max="$(printf '%s\n' "${round_figures[@]}" | sort -g -k1,1 | tail -n1 | cut -d' ' -f1)"
@@ -271,7 +288,7 @@ if [ "$json" -eq 1 ]; then
   printf '{"hosts":%s,"payload_bytes":%s,' "$hosts" "$bytes"
   printf '"ethx":{"binary":"%s","repeat":%s,"threads":%s,"packets_delivered":%s,' \
     "$ethx" "$repeat" "$ethx_threads" "$ethx_frames"
-  printf '"wall_seconds":%s,' "$ethx_wall"
+  printf '"cores_round_trip_ns":%s,"wall_seconds":%s,' "${ethx_cores/#-/null}" "$ethx_wall"
   printf '"cpu_seconds":%s,"packets_per_wall_second":%s,"events":%s,"run_seconds_from_stderr":%s},' \
     "$ethx_cpu" "$ethx_pps" "${ethx_events:-null}" "${ethx_run:-null}"
   printf '"ns3":{"packets_per_pair":%s,"packets_delivered":%s,"wall_seconds":%s,"cpu_seconds":%s,' \
@@ -282,8 +299,8 @@ if [ "$json" -eq 1 ]; then
   exit 0
 fi
 
-printf '\n%d hosts on one switch, all-to-all, %d B payloads (ethx --repeat %d on %d thread(s); ns-3 %d packets per pair)\n\n' \
-  "$hosts" "$bytes" "$repeat" "$ethx_threads" "$per_pair"
+printf '\n%d hosts on one switch, all-to-all, %d B payloads (ethx --repeat %d on %d thread(s)%s; ns-3 %d packets per pair)\n\n' \
+  "$hosts" "$bytes" "$repeat" "$ethx_threads" "$(cores_apart "$ethx_cores")" "$per_pair"
 printf '%-9s %18s %13s %12s %18s %11s\n' tool "packets delivered" "wall seconds" "cpu seconds" \
   "packets / wall s" "events/pkt"
 row() {

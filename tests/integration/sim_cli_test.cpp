@@ -70,8 +70,10 @@ TEST(SimCli, TwoThreadsPrintWhatOnePrintsAndSaySo) {
   EXPECT_FALSE(one.result.output.empty());
   EXPECT_EQ(one.result.output, two.result.output);  // byte-identical JSON
   EXPECT_NE(one.stderr_text.find("on 1 thread,"), std::string::npos) << one.stderr_text;
-  // Two, unless the host put the second core far away or it is busy, which it then says.
-  EXPECT_TRUE(two.stderr_text.find("on 2 threads,") != std::string::npos ||
+  // Two, with how far apart their cores are, unless the host put the second core far away or
+  // it is busy, which it then says.
+  const std::regex two_near("on 2 threads, cores [0-9]+ ns apart, ");
+  EXPECT_TRUE(std::regex_search(two.stderr_text, two_near) ||
               two.stderr_text.find("one thread, not two: the second") != std::string::npos)
       << two.stderr_text;
   // A thread count it cannot use is refused, by name.
