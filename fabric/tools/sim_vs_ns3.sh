@@ -132,8 +132,8 @@ run_ns3() {
 
 # --- ethx sim ------------------------------------------------------------------------------------
 # run_ethx REPEAT: sets ethx_json, ethx_stderr_line (its speed), ethx_stderr (all its own
-# lines), and ethx_wall / ethx_cpu (seconds of the
-# whole process, timed from outside with bash's `time`: real, and user + sys).
+# lines), and ethx_wall / ethx_cpu (seconds of the whole process, timed from outside with bash's
+# `time`: real, and user + sys).
 run_ethx() {
   local out err timing status=0 real user sys TIMEFORMAT='%3R %3U %3S'
   out="$(mktemp)"; err="$(mktemp)"; timing="$(mktemp)"
